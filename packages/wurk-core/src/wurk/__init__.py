@@ -1,0 +1,48 @@
+"""Wurk: a fast, reliable background-job system for Python that speaks
+Sidekiq's Redis protocol, so Python and Ruby processes can share one Redis."""
+
+from wurk import testing
+from wurk._version import __version__
+from wurk.client import Client
+from wurk.config import Config
+from wurk.defaults import configure_client, configure_server, default_config, set_default_config
+from wurk.errors import (
+    ConfigurationError,
+    FrozenConfigError,
+    PluginError,
+    RedisConnectionError,
+    ScriptError,
+    UnknownOptionError,
+    WurkError,
+)
+from wurk.hookspecs import hookimpl, hookspec
+from wurk.job import Job, job
+from wurk.middleware import Chain, ClientMiddleware, ServerMiddleware
+from wurk.payload import ComplexArgumentError, InvalidJobError
+
+__all__ = [
+    "Chain",
+    "Client",
+    "ClientMiddleware",
+    "ComplexArgumentError",
+    "Config",
+    "ConfigurationError",
+    "FrozenConfigError",
+    "InvalidJobError",
+    "Job",
+    "PluginError",
+    "RedisConnectionError",
+    "ScriptError",
+    "ServerMiddleware",
+    "UnknownOptionError",
+    "WurkError",
+    "__version__",
+    "configure_client",
+    "configure_server",
+    "default_config",
+    "hookimpl",
+    "hookspec",
+    "job",
+    "set_default_config",
+    "testing",
+]

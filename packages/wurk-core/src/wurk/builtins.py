@@ -1,0 +1,16 @@
+"""Core's own plugin: the built-ins, registered through the same hooks as any
+feature package (under the name ``core``, which cannot be switched off)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wurk.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from wurk.scripts import ScriptRegistry
+
+
+@hookimpl
+def wurk_register_scripts(scripts: ScriptRegistry) -> None:
+    scripts.register_package("wurk", namespace="core")

@@ -1,0 +1,98 @@
+"""The ``wurk`` command line.
+
+``wurk`` is a click group. Core's subcommands live here; plugins add theirs
+through the ``wurk_register_commands`` hook, which runs before the command line
+is parsed, so ``wurk --help`` lists every installed command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from wurk._version import __version__
+from wurk.config import Config
+from wurk.errors import WurkError
+
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+
+def _root(ctx: click.Context) -> None:
+    """Wurk: background jobs for Python on Sidekiq's Redis protocol."""
+    ctx.ensure_object(dict)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _config(ctx: click.Context) -> Config:
+    obj: dict[str, Any] = ctx.ensure_object(dict)
+    config = obj.get("config")
+    if config is None:
+        config = obj["config"] = Config()
+    return config
+
+
+@click.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+@click.pass_context
+def plugins_command(ctx: click.Context, as_json: bool) -> None:
+    """List the discovered plugins, with version and enabled state.
+
+    Switch a plugin off without uninstalling it with
+    WURK_DISABLE_PLUGINS=name[,name...].
+    """
+    infos = _config(ctx).plugins.discovered()
+    if as_json:
+        rows = [
+            {"name": i.name, "distribution": i.distribution, "version": i.version, "enabled": i.enabled} for i in infos
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not infos:
+        click.echo("no plugins installed")
+        return
+    table = [("NAME", "DISTRIBUTION", "VERSION", "STATE")]
+    table += [(i.name, i.distribution or "-", i.version or "-", "enabled" if i.enabled else "disabled") for i in infos]
+    widths = [max(len(row[col]) for row in table) for col in range(4)]
+    for row in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _core_commands() -> list[click.Command]:
+    from wurk.demo import demo_command
+
+    return [plugins_command, demo_command]
+
+
+def build(config: Config | None = None) -> click.Group:
+    """A fresh command group: core's commands plus every plugin's."""
+    config = config or Config()
+    group = click.Group(
+        "wurk",
+        callback=click.pass_context(_root),
+        invoke_without_command=True,
+        context_settings=CONTEXT_SETTINGS,
+        help=_root.__doc__,
+    )
+    click.version_option(__version__, "-V", "--version", prog_name="wurk", message="%(prog)s %(version)s")(group)
+    for command in _core_commands():
+        group.add_command(command)
+    config.plugins.hook.wurk_register_commands(cli=group)
+    return group
+
+
+def main(argv: list[str] | None = None) -> None:
+    config = Config()
+    try:
+        group = build(config)
+    except WurkError as exc:
+        click.echo(f"wurk: {exc}", err=True)
+        sys.exit(2)
+    group.main(args=argv, prog_name="wurk", obj={"config": config})
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

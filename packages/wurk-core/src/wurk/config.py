@@ -1,0 +1,526 @@
+"""The configuration of one Wurk process (or of one embedded instance).
+
+A :class:`Config` is hash-like (``config["timeout"]``), because third-party
+middleware and plugins read options by key, and has named accessors for the
+options that need logic (``concurrency`` writes the default capsule,
+``redis = {...}`` merges). The launcher freezes it at boot: a write after that
+raises, since worker threads would not see it consistently.
+
+Plugins are loaded when the configuration first needs them (``config.plugins``),
+never at import; they contribute defaults, job options, middleware and Lua
+scripts through their hooks at that moment.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wurk import env
+from wurk.capsule import Capsule, QueueEntry
+from wurk.errors import ConfigurationError, FrozenConfigError
+from wurk.hookspecs import LIFECYCLE_EVENTS
+from wurk.middleware import Chain
+from wurk.options import OptionRegistry
+from wurk.redis_pool import DEFAULT_URL, RedisPool
+from wurk.registry import JobRegistry
+from wurk.scripts import ScriptRegistry
+
+if TYPE_CHECKING:
+    from wurk.plugins import Plugins
+
+ErrorHandler = Callable[[BaseException, dict[str, Any], "Config"], object]
+DeathHandler = Callable[[dict[str, Any], BaseException], object]
+
+DEFAULTS: dict[str, Any] = {
+    "labels": set(),
+    "require": ".",
+    "environment": None,
+    "concurrency": 5,
+    "timeout": 25,
+    "poll_interval_average": None,
+    "average_scheduled_poll_interval": 5,
+    "on_complex_arguments": "raise",
+    "max_iteration_runtime": None,
+    "error_handlers": [],
+    "death_handlers": [],
+    "lifecycle_events": {event: [] for event in LIFECYCLE_EVENTS},
+    "dead_max_jobs": 10_000,
+    "dead_timeout_in_seconds": 15_552_000,
+    "reloader": lambda run: run(),
+    "backtrace_cleaner": lambda lines: lines,
+    "logged_job_attributes": ["bid", "tags"],
+    "redis_idle_timeout": None,
+    "redis_error_handlers": [],
+}
+
+#: Job options every job starts from, unless ``default_job_options`` changes them.
+DEFAULT_JOB_OPTIONS: dict[str, Any] = {"retry": True, "queue": "default"}
+
+COMPLEX_ARGUMENT_MODES = ("raise", "warn", False)
+ONESHOT_EXEMPT = frozenset({"beat"})
+REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
+
+_REDIS_ERROR_TYPES: tuple[type[BaseException], ...] = ()
+
+
+def _redis_error_types() -> tuple[type[BaseException], ...]:
+    global _REDIS_ERROR_TYPES
+    if not _REDIS_ERROR_TYPES:
+        import redis.exceptions
+
+        from wurk.errors import RedisConnectionError
+
+        _REDIS_ERROR_TYPES = (redis.exceptions.RedisError, RedisConnectionError)
+    return _REDIS_ERROR_TYPES
+
+
+def default_error_handler(exc: BaseException, context: dict[str, Any], config: Config) -> None:
+    """Log the exception: a traceback with ``WURK_DEBUG`` or at DEBUG level,
+    else one line. Redis errors are warnings, the rest informational."""
+    logger = config.logger
+    level = logging.WARNING if isinstance(exc, _redis_error_types()) else logging.INFO
+    ctx = " ".join(f"{key}={value}" for key, value in context.items() if key != "job")
+    if env.debug() or logger.isEnabledFor(logging.DEBUG):
+        logger.log(level, "%s", ctx, exc_info=exc)
+    else:
+        logger.log(level, "%s: %s%s", type(exc).__name__, exc, f" ({ctx})" if ctx else "")
+
+
+class Config:
+    """Options, capsules, chains, handlers and pools of one Wurk process."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None, *, disabled_plugins: Iterable[str] = ()) -> None:
+        self._options: dict[str, Any] = copy.deepcopy({k: v for k, v in DEFAULTS.items() if not callable(v)})
+        self._options.update({k: v for k, v in DEFAULTS.items() if callable(v)})
+        self._options["error_handlers"].append(default_error_handler)
+        self._options["disabled_plugins"] = list(disabled_plugins)
+        self._frozen = False
+        self._redis: dict[str, Any] = {"url": None}
+        self._capsules: dict[str, Capsule] = {}
+        self._client_chain = Chain(self)
+        self._server_chain = Chain(self)
+        self._services: dict[str, Any] = {}
+        self._custom_pools: list[RedisPool] = []
+        self._web_pool: RedisPool | None = None
+        self._plugins: Plugins | None = None
+        self._scripts: ScriptRegistry | None = None
+        self._job_options_registry: OptionRegistry | None = None
+        self._logger: logging.Logger | None = None
+        self._lock = threading.RLock()
+        self.default_job_options: dict[str, Any] = dict(DEFAULT_JOB_OPTIONS)
+        self.thread_priority = -1
+        self.jobs = JobRegistry()
+        self.dogstatsd: Callable[[], Any] | None = None
+        self._statsd: Any = None
+        self.default_capsule  # noqa: B018 - created eagerly so config.queues always works
+        if options:
+            self.update(options)
+
+    # -- hash-like access --------------------------------------------------
+
+    def _check_frozen(self) -> None:
+        if self._frozen:
+            raise FrozenConfigError("the configuration is frozen: change it before the worker starts")
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "concurrency":
+            return self.concurrency
+        if key == "queues":
+            return self.queues
+        return self._options[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._check_frozen()
+        if key == "concurrency":
+            self.concurrency = value
+        elif key == "queues":
+            self.queues = value
+        elif key == "on_complex_arguments" and value not in COMPLEX_ARGUMENT_MODES:
+            raise ConfigurationError(f"on_complex_arguments must be 'raise', 'warn' or False, got {value!r}")
+        else:
+            self._options[key] = value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._options or key in ("concurrency", "queues")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._options)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """The raw stored option, bypassing the named accessors."""
+        return self._options.get(key, default)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.get(key, default)
+
+    def fetch(self, key: str, *default: Any) -> Any:
+        """``config[key]``, or ``default`` if given, else ``KeyError`` naming the key."""
+        if key in self:
+            return self[key]
+        if default:
+            return default[0]
+        raise KeyError(f"no configuration option {key!r}")
+
+    def setdefault(self, key: str, value: Any) -> Any:
+        if key not in self:
+            self[key] = value
+        return self[key]
+
+    def update(self, options: Mapping[str, Any]) -> None:
+        """Merge ``options`` in (the guides' ``merge!``)."""
+        for key, value in options.items():
+            self[key] = value
+
+    def dig(self, *keys: Any) -> Any:
+        value: Any = self
+        for key in keys:
+            try:
+                value = value[key]
+            except (KeyError, IndexError, TypeError):
+                return None
+        return value
+
+    # -- freezing -------------------------------------------------------------
+
+    def freeze(self) -> None:
+        self._frozen = True
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    # -- capsules, concurrency, queues ------------------------------------
+
+    @property
+    def default_capsule(self) -> Capsule:
+        return self.capsule("default")
+
+    def capsule(
+        self, name: str, *, concurrency: int | None = None, queues: Iterable[QueueEntry] | None = None
+    ) -> Capsule:
+        """The capsule ``name``, created on first use."""
+        with self._lock:
+            found = self._capsules.get(name)
+            if found is None:
+                self._check_frozen()
+                found = self._capsules[name] = Capsule(name, self)
+        if concurrency is not None:
+            found.concurrency = concurrency
+        if queues is not None:
+            found.queues = queues
+        return found
+
+    @property
+    def capsules(self) -> dict[str, Capsule]:
+        return dict(self._capsules)
+
+    @property
+    def concurrency(self) -> int:
+        return self.default_capsule.concurrency
+
+    @concurrency.setter
+    def concurrency(self, value: int) -> None:
+        self.default_capsule.concurrency = value
+        self._options["concurrency"] = value
+
+    @property
+    def queues(self) -> list[str]:
+        return self.default_capsule.queues
+
+    @queues.setter
+    def queues(self, entries: Iterable[QueueEntry]) -> None:
+        self.default_capsule.queues = entries
+
+    @property
+    def total_concurrency(self) -> int:
+        return sum(capsule.concurrency for capsule in self._capsules.values())
+
+    # -- middleware -------------------------------------------------------
+
+    @property
+    def client_middleware(self) -> Chain:
+        return self._client_chain
+
+    @property
+    def server_middleware(self) -> Chain:
+        return self._server_chain
+
+    # -- Redis ----------------------------------------------------------------
+
+    @property
+    def redis(self) -> dict[str, Any]:
+        """The connection options (a copy); ``url`` falls back to ``REDIS_URL``."""
+        import os
+
+        options = dict(self._redis)
+        options["url"] = options.get("url") or os.environ.get("REDIS_URL") or DEFAULT_URL
+        return options
+
+    @redis.setter
+    def redis(self, options: Mapping[str, Any]) -> None:
+        self._check_frozen()
+        self._redis.update(options)
+        self.reset_redis_pools()
+
+    @property
+    def redis_pool(self) -> RedisPool:
+        """The default capsule's main pool."""
+        return self.default_capsule.redis_pool
+
+    def new_redis_pool(self, size: int, name: str = "custom") -> RedisPool:
+        pool = RedisPool(self.redis, size=size, name=name, error_handlers=self._options["redis_error_handlers"])
+        self._custom_pools.append(pool)
+        return pool
+
+    @property
+    def web_pool_size(self) -> int:
+        return int(self._options.get("web_pool_size", 5))
+
+    @web_pool_size.setter
+    def web_pool_size(self, value: int) -> None:
+        self["web_pool_size"] = value
+
+    @property
+    def web_redis_pool(self) -> RedisPool:
+        with self._lock:
+            if self._web_pool is None:
+                options = {**self.redis, "pool_timeout": 1.0}
+                self._web_pool = RedisPool(
+                    options, size=self.web_pool_size, name="web", error_handlers=self._options["redis_error_handlers"]
+                )
+            return self._web_pool
+
+    def reset_redis_pools(self) -> None:
+        """Disconnect and forget every pool (call around ``fork``)."""
+        with self._lock:
+            pools, self._custom_pools = self._custom_pools, []
+            self._web_pool = None
+        for capsule in self._capsules.values():
+            capsule.reset_redis_pools()
+        for pool in pools:
+            pool.disconnect()
+
+    def on_redis_error(self, handler: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+        """Register telemetry for pool retries and give-ups (usable as a decorator)."""
+        self._options["redis_error_handlers"].append(handler)
+        return handler
+
+    # -- errors and deaths ----------------------------------------------------
+
+    @property
+    def error_handlers(self) -> list[ErrorHandler]:
+        return self._options["error_handlers"]
+
+    @error_handlers.setter
+    def error_handlers(self, handlers: list[ErrorHandler]) -> None:
+        self["error_handlers"] = handlers
+
+    @property
+    def death_handlers(self) -> list[DeathHandler]:
+        return self._options["death_handlers"]
+
+    def handle_exception(self, exc: BaseException, context: dict[str, Any] | None = None) -> None:
+        """Run every error handler; one that raises is logged and skipped."""
+        ctx = dict(context or {})
+        for handler in list(self.error_handlers):
+            try:
+                handler(exc, ctx, self)
+            except Exception as handler_exc:
+                self.logger.error("error_handler raised: %r", handler_exc)
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def on(self, event: str) -> Callable[[Callable[[], object]], Callable[[], object]]:
+        """Decorator registering a callable for a lifecycle event::
+
+        @config.on("startup")
+        def hello(): ...
+        """
+        if event not in LIFECYCLE_EVENTS:
+            raise ConfigurationError(
+                f"unknown lifecycle event {event!r}; expected one of {', '.join(LIFECYCLE_EVENTS)}"
+            )
+
+        def register(handler: Callable[[], object]) -> Callable[[], object]:
+            if not callable(handler):
+                raise ConfigurationError(f"config.on({event!r}) needs a callable, got {handler!r}")
+            self._options["lifecycle_events"][event].append(handler)
+            return handler
+
+        return register
+
+    def fire_event(self, event: str, *, reraise: bool = False) -> None:
+        """Run ``event``'s callbacks and plugin hooks.
+
+        Every event except ``beat`` fires once: its callbacks are dropped after
+        the dispatch. ``quiet``, ``shutdown`` and ``exit`` run last-registered
+        first. A failing callback is reported and the rest still run, unless
+        ``reraise`` (``startup``, whose failure aborts the boot).
+        """
+        handlers = list(self._options["lifecycle_events"][event])
+        if event in REVERSED_EVENTS:
+            handlers.reverse()
+        if event not in ONESHOT_EXEMPT:
+            self._options["lifecycle_events"][event] = []
+        for handler in handlers:
+            try:
+                handler()
+            except Exception as exc:
+                if reraise:
+                    raise
+                self.handle_exception(exc, {"context": f"exception in {event} event"})
+        self.plugins.fire(event, self, reraise=reraise)
+
+    # -- services, logger --------------------------------------------------
+
+    def register(self, name: str, service: Any) -> None:
+        """Store an extension service under ``name`` (a service locator)."""
+        self._services[name] = service
+
+    def lookup(self, name: str, default_factory: Callable[[Config], Any] | None = None) -> Any:
+        found = self._services.get(name)
+        if found is None and default_factory is not None:
+            found = self._services[name] = default_factory(self)
+        return found
+
+    @property
+    def logger(self) -> logging.Logger:
+        if self._logger is None:
+            from wurk.logger import build_logger
+
+            self._logger = build_logger()
+        return self._logger
+
+    @logger.setter
+    def logger(self, logger: logging.Logger) -> None:
+        self._logger = logger
+
+    # -- plugins, scripts, job options ---------------------------------------
+
+    @property
+    def plugins(self) -> Plugins:
+        """The plugin manager, loaded (and the plugins' hooks run) on first use."""
+        with self._lock:
+            if self._plugins is None:
+                from wurk.plugins import Plugins
+
+                self._plugins = Plugins(self._options["disabled_plugins"])
+                hook = self._plugins.hook
+                hook.wurk_configure(config=self)
+                hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
+            return self._plugins
+
+    def use_plugins(self, plugins: Plugins) -> None:
+        """Adopt an already-built plugin manager (tests, embedding hosts)."""
+        with self._lock:
+            self._plugins = plugins
+            self._scripts = None
+            self._job_options_registry = None
+        plugins.hook.wurk_configure(config=self)
+        plugins.hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
+
+    @property
+    def scripts(self) -> ScriptRegistry:
+        with self._lock:
+            if self._scripts is None:
+                registry = ScriptRegistry()
+                self.plugins.hook.wurk_register_scripts(scripts=registry)
+                self._scripts = registry
+            return self._scripts
+
+    @property
+    def job_options(self) -> OptionRegistry:
+        with self._lock:
+            if self._job_options_registry is None:
+                registry = OptionRegistry()
+                self.plugins.hook.wurk_register_options(options=registry)
+                self._job_options_registry = registry
+            return self._job_options_registry
+
+    # -- Pro/Enterprise toggles that carry over -----------------------------
+
+    def super_fetch(self, recovery_callback: Callable[..., object] | None = None) -> None:
+        """Sidekiq Pro's toggle: reliable fetch is always on, so this only keeps
+        the optional recovery callback."""
+        if recovery_callback is not None:
+            self._options["super_fetch_callback"] = recovery_callback
+
+    def reliable_scheduler(self) -> None:
+        """Promote due jobs with one atomic script instead of pop-then-push."""
+        self["scheduled_enq"] = "reliable"
+
+    @property
+    def fetch_poll_interval(self) -> float:
+        return float(self._options.get("fetch_poll_interval", 2))
+
+    @fetch_poll_interval.setter
+    def fetch_poll_interval(self, seconds: float) -> None:
+        if seconds <= 0:
+            raise ConfigurationError(f"fetch_poll_interval must be > 0, got {seconds!r}")
+        self["fetch_poll_interval"] = seconds
+
+    @property
+    def memory_limit_mb(self) -> int | None:
+        if "memory_limit_mb" in self._options:
+            return self._options["memory_limit_mb"] or None
+        return env.memory_limit_mb()
+
+    @memory_limit_mb.setter
+    def memory_limit_mb(self, value: int | None) -> None:
+        self["memory_limit_mb"] = value
+
+    def health_check(self, port: int, bind: str = "0.0.0.0", ready_window: float = 30) -> None:
+        """Opt in to the ``/live`` and ``/ready`` listener of each worker process."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ConfigurationError(f"health_check port must be 0..65535, got {port!r}")
+        if not bind:
+            raise ConfigurationError("health_check bind address must not be empty")
+        if ready_window <= 0:
+            raise ConfigurationError(f"health_check ready_window must be > 0, got {ready_window!r}")
+        self["health_check_options"] = {"port": port, "bind": bind, "ready_window": ready_window}
+
+    # -- client-side outage buffer ------------------------------------------
+
+    def reliable_push(
+        self, *, buffer_size: int = 1000, overflow: str = "drop_oldest", drain_interval: float | None = None
+    ) -> Any:
+        """Buffer pushes in memory while Redis is unreachable, and replay them in
+        order once it is back (see ``docs/reliability.md`` for what this does
+        not protect against). ``drain_interval`` starts a background drainer."""
+        from wurk.outage import OutageBuffer
+
+        buffer = self.lookup("outage_buffer")
+        if buffer is None:
+            buffer = OutageBuffer(self, size=buffer_size, overflow=overflow)
+            self.register("outage_buffer", buffer)
+        else:
+            buffer.configure(size=buffer_size, overflow=overflow)
+        if drain_interval is not None:
+            buffer.start_drainer(drain_interval)
+        return buffer
+
+    # -- statsd ------------------------------------------------------------------
+
+    @property
+    def statsd(self) -> Any:
+        """The statsd client built by ``config.dogstatsd`` (``None`` when unset)."""
+        if self._statsd is None and self.dogstatsd is not None:
+            self._statsd = self.dogstatsd()
+        return self._statsd
+
+    def statsd_increment(self, metric: str, **tags: Any) -> None:
+        client = self.statsd
+        if client is None:
+            return
+        try:
+            client.incr(metric) if hasattr(client, "incr") else client.increment(metric, tags=tags or None)
+        except Exception as exc:
+            self.handle_exception(exc, {"context": f"statsd {metric}"})
+
+    @property
+    def server(self) -> bool:
+        return bool(self._options.get("server"))

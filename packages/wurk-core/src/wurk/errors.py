@@ -1,0 +1,39 @@
+"""Exceptions raised by Wurk core; every one derives from :class:`WurkError`."""
+
+from __future__ import annotations
+
+
+class WurkError(Exception):
+    """Base class of every error Wurk raises on purpose."""
+
+
+class ConfigurationError(WurkError, ValueError):
+    """A configuration value, file or flag is invalid."""
+
+
+class UnknownOptionError(ConfigurationError):
+    """A job option belongs to a feature plugin that is not active."""
+
+
+class PluginError(WurkError):
+    """A plugin could not be loaded or failed validation."""
+
+
+class RedisConnectionError(WurkError, ConnectionError):
+    """Redis could not be reached after the transient-failure retries.
+
+    The message names the server URL (with any password masked), so that a
+    misconfigured ``REDIS_URL`` is obvious from the first line of the log.
+    """
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        super().__init__(f"cannot reach Redis at {url}: {cause}")
+        self.url = url
+
+
+class ScriptError(WurkError):
+    """A Lua script is missing, malformed, or registered twice."""
+
+
+class FrozenConfigError(WurkError, RuntimeError):
+    """The configuration was changed after the worker froze it at boot."""

@@ -1,0 +1,155 @@
+"""The hooks a Wurk plugin can implement.
+
+Every feature of Wurk beyond the core job system (batches, rate limiters,
+periodic jobs, unique jobs, encryption, the dashboard, the swarm) attaches to
+core through these hooks and nothing else, and third-party plugins use exactly
+the same surface. A plugin is a module (or object) with functions decorated by
+:data:`wurk.hookimpl`, published under the ``wurk`` entry-point group::
+
+    # mypackage/plugin.py
+    import wurk
+
+    @wurk.hookimpl
+    def wurk_register_options(options):
+        options.add("audit", owner="mypackage")
+
+    # pyproject.toml
+    [project.entry-points.wurk]
+    audit = "mypackage.plugin"
+
+Each registration hook receives a *registry object* rather than returning
+values, so a hook can register several things and new registry methods never
+change a hook's signature. Adding an argument to a hook is backwards compatible
+(pluggy passes only the names an implementation asks for); renaming one is not.
+
+Lifecycle hooks (``wurk_startup`` … ``wurk_leader``) are called one
+implementation at a time by :meth:`wurk.plugins.Plugins.fire`, in registration
+order, so a plugin that raises is reported and the others still run;
+``quiet``, ``shutdown`` and ``exit`` run in reverse order.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    import click
+
+    from wurk.config import Config
+    from wurk.middleware import Chain
+    from wurk.options import OptionRegistry
+    from wurk.scripts import ScriptRegistry
+
+PROJECT = "wurk"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+#: Lifecycle events in the order a worker process goes through them. Each has a
+#: ``wurk_<event>(config)`` hook below.
+LIFECYCLE_EVENTS = ("startup", "fork", "quiet", "shutdown", "exit", "heartbeat", "beat", "leader")
+
+
+@hookspec(historic=True)
+def wurk_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hookspecs of a plugin's own, so that plugins can extend plugins.
+
+    Call ``pluginmanager.add_hookspecs(module)``. Historic: a plugin registered
+    later still sees the call.
+    """
+
+
+@hookspec
+def wurk_configure(config: Config) -> None:
+    """Contribute configuration defaults.
+
+    Called once when the configuration loads its plugins, before any user code
+    reads it. Use ``config.setdefault(key, value)`` so that values the user set
+    win over a plugin's defaults.
+    """
+
+
+@hookspec
+def wurk_register_options(options: OptionRegistry) -> None:
+    """Declare the job options this plugin owns (``unique_for``, ``encrypt``…).
+
+    Core uses the declarations to tell a user who sets an option whose plugin
+    is missing or disabled which distribution to install or enable.
+    """
+
+
+@hookspec
+def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> None:
+    """Add client and server middleware to the configuration's chains.
+
+    ``client`` and ``server`` are the global chains; use ``add``, ``prepend``,
+    ``insert_before`` or ``insert_after`` to place a middleware class exactly.
+    """
+
+
+@hookspec
+def wurk_register_scripts(scripts: ScriptRegistry) -> None:
+    """Register Lua scripts, usually ``scripts.register_package(__package__)``.
+
+    Script names are namespaced (``"batches.complete"``); the registry loads
+    each script lazily, once per connection pool.
+    """
+
+
+@hookspec
+def wurk_register_commands(cli: click.Group) -> None:
+    """Add subcommands to the ``wurk`` command line (``cli.add_command(...)``)."""
+
+
+@hookspec
+def wurk_register_web(app: Any) -> None:
+    """Add dashboard pages and JSON API routes.
+
+    ``app`` is the dashboard's registry object, provided by ``wurk-web``; the
+    hook is never called when the dashboard is not installed.
+    """
+
+
+@hookspec
+def wurk_startup(config: Config) -> None:
+    """A worker process is about to start its processor threads.
+
+    Unlike the other lifecycle hooks, an exception here aborts the boot.
+    """
+
+
+@hookspec
+def wurk_fork(config: Config) -> None:
+    """A swarm child has just been forked (never fires in the parent)."""
+
+
+@hookspec
+def wurk_quiet(config: Config) -> None:
+    """The process stopped fetching new jobs (TSTP or a dashboard quiet)."""
+
+
+@hookspec
+def wurk_shutdown(config: Config) -> None:
+    """The process is draining its in-flight jobs before it stops."""
+
+
+@hookspec
+def wurk_exit(config: Config) -> None:
+    """The process has finished its shutdown and is about to exit."""
+
+
+@hookspec
+def wurk_heartbeat(config: Config) -> None:
+    """The first successful heartbeat, and the first one after an outage."""
+
+
+@hookspec
+def wurk_beat(config: Config) -> None:
+    """Every heartbeat (every 10 seconds)."""
+
+
+@hookspec
+def wurk_leader(config: Config) -> None:
+    """This process has just become the cluster leader."""

@@ -1,0 +1,330 @@
+"""Jobs: ``wurk.Job`` subclasses and the ``@wurk.job`` decorator.
+
+::
+
+    class HardJob(wurk.Job, queue="critical", retry=5):
+        def perform(self, user_id, plan):
+            ...
+
+    HardJob.perform_async(42, "pro")
+    HardJob.set(queue="low").perform_in(timedelta(minutes=5), 42, "pro")
+
+    @wurk.job(queue="mail")
+    async def send_welcome(user_id):
+        ...
+
+    send_welcome.perform_async(42)
+
+Options are Sidekiq's ``sidekiq_options`` keys, given as class keywords; a
+subclass inherits and overrides its parent's. A job's wire ``class`` is its
+importable dotted path (``"app.jobs.HardJob"``), which is how a worker finds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from wurk import payload as wire
+from wurk.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+
+#: What ``retry_in`` may return besides a number of seconds.
+RETRY_IN_ACTIONS = ("discard", "kill")
+
+
+def _check_options(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Catch the option mistakes that would otherwise surface in a worker."""
+    checked = dict(options)
+    retry = checked.get("retry")
+    if "retry" in checked and not (isinstance(retry, bool) or (isinstance(retry, int) and retry >= 0)):
+        raise ConfigurationError(f"{owner}: retry must be True, False or a whole number >= 0, got {retry!r}")
+    if "queue" in checked:
+        checked["queue"] = wire.validate_queue(checked["queue"], owner)
+    if "retry_queue" in checked:
+        wire.validate_queue(checked["retry_queue"], owner)
+    backtrace = checked.get("backtrace")
+    if "backtrace" in checked and not (isinstance(backtrace, bool) or (isinstance(backtrace, int) and backtrace > 0)):
+        raise ConfigurationError(f"{owner}: backtrace must be True, False or a line count > 0, got {backtrace!r}")
+    if "dead" in checked and not isinstance(checked["dead"], bool):
+        raise ConfigurationError(f"{owner}: dead must be True or False, got {checked['dead']!r}")
+    tags = checked.get("tags")
+    if "tags" in checked and (not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags)):
+        raise ConfigurationError(f"{owner}: tags must be a list of strings, got {tags!r}")
+    for key in ("retry_for", "expires_in"):
+        if checked.get(key) is not None and wire.to_seconds(checked[key]) <= 0:
+            raise ConfigurationError(f"{owner}: {key} must be a positive duration, got {checked[key]!r}")
+    return checked
+
+
+def _run(result: Any) -> Any:
+    """Finish an ``async def perform`` when called outside a worker."""
+    if inspect.isawaitable(result):
+        return asyncio.run(_await(result))
+    return result
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+class Setter:
+    """Per-call option overrides: ``MyJob.set(queue="low").perform_async(...)``.
+
+    ``wait`` (seconds or timedelta) and ``wait_until`` (datetime or epoch)
+    schedule the job like ``perform_in`` / ``perform_at``.
+    """
+
+    def __init__(self, job_class: type[Job], options: Mapping[str, Any]) -> None:
+        options = dict(options)
+        self._at: float | None = None
+        self._scheduled = False
+        if "wait" in options:
+            self._scheduled = True
+            self._at = wire.schedule_at(options.pop("wait"))
+        if "wait_until" in options:
+            self._scheduled = True
+            self._at = wire.schedule_at(options.pop("wait_until"))
+        self.job_class = job_class
+        self.options = _check_options(job_class.__qualname__, options)
+
+    def set(self, **options: Any) -> Setter:
+        return Setter(self.job_class, {**self.options, **options})
+
+    def _item(self, args: Iterable[Any], at: float | None = None) -> dict[str, Any]:
+        item: dict[str, Any] = {**self.options, "args": list(args), "class": self.job_class}
+        if at is not None:
+            item["at"] = at
+        return item
+
+    def _client(self) -> Any:
+        return self.job_class.build_client()
+
+    def perform_async(self, *args: Any) -> str | None:
+        if self._scheduled:
+            return self._push_at(self._at, args)
+        return self._client().push(self._item(args))
+
+    def perform_in(self, interval: Any, *args: Any) -> str | None:
+        return self._push_at(wire.schedule_at(interval), args)
+
+    perform_at = perform_in
+
+    def _push_at(self, at: float | None, args: Iterable[Any]) -> str | None:
+        # Scheduled items carry "class" before "args", as Sidekiq's do.
+        item: dict[str, Any] = {**self.options, "class": self.job_class, "args": list(args)}
+        if at is not None:
+            item["at"] = at
+        return self._client().push(item)
+
+    def perform_bulk(self, args_list: Iterable[Iterable[Any]], *, batch_size: int | None = None) -> list[str | None]:
+        item: dict[str, Any] = {**self.options, "class": self.job_class, "args": [list(a) for a in args_list]}
+        if self._at is not None:
+            item["at"] = self._at
+        if batch_size is not None:
+            item["batch_size"] = batch_size
+        return self._client().push_bulk(item)
+
+    def perform_inline(self, *args: Any) -> Any:
+        """Run now, in this thread, through the real client and server chains."""
+        from wurk.testing import run_inline
+
+        client = self._client()
+        normed = client.normalize_item(self._item(args))
+        pushed = client._through_chain(normed, client._pool_for(normed))
+        if pushed is None:
+            return None
+        return run_inline(self.job_class, pushed, client.config.server_middleware)
+
+    perform_sync = perform_inline
+
+
+class Job:
+    """Base class of a job. Override :meth:`perform` (plain or ``async def``)."""
+
+    #: Options declared by this class and its parents (not the global defaults).
+    wurk_options: ClassVar[dict[str, Any]] = {}
+    #: The name written as the payload's ``class``; defaults to the dotted path.
+    wire_name: ClassVar[str | None] = None
+
+    jid: str | None = None
+    bid: str | None = None
+
+    def __init_subclass__(cls, **options: Any) -> None:
+        super().__init_subclass__()
+        if "wire_name" not in cls.__dict__:
+            cls.wire_name = None
+        merged = {**cls.wurk_options, **_check_options(cls.__qualname__, options)}
+        cls.wurk_options = merged
+
+    def perform(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__qualname__} must define perform()")
+
+    # -- options --------------------------------------------------------------
+
+    @classmethod
+    def get_options(cls, config: Config | None = None) -> dict[str, Any]:
+        """The global default job options with this class's options over them."""
+        if config is None:
+            from wurk.defaults import default_config
+
+            config = default_config()
+        return {**config.default_job_options, **cls.wurk_options}
+
+    @classmethod
+    def set_options(cls, **options: Any) -> None:
+        """Change this class's options after definition (``sidekiq_options``)."""
+        cls.wurk_options = {**cls.wurk_options, **_check_options(cls.__qualname__, options)}
+
+    @classmethod
+    def queue_name(cls) -> str:
+        return str(cls.get_options()["queue"])
+
+    @classmethod
+    def build_client(cls) -> Any:
+        from wurk.client import Client
+
+        return Client()
+
+    # -- enqueueing -------------------------------------------------------------
+
+    @classmethod
+    def set(cls, **options: Any) -> Setter:
+        return Setter(cls, options)
+
+    @classmethod
+    def perform_async(cls, *args: Any) -> str | None:
+        return Setter(cls, {}).perform_async(*args)
+
+    @classmethod
+    def perform_in(cls, interval: Any, *args: Any) -> str | None:
+        """Run after ``interval`` (seconds or timedelta; >= 1e9 is an epoch)."""
+        return Setter(cls, {}).perform_in(interval, *args)
+
+    @classmethod
+    def perform_at(cls, when: Any, *args: Any) -> str | None:
+        """Run at ``when`` (datetime or epoch seconds); a past time runs now."""
+        return Setter(cls, {}).perform_at(when, *args)
+
+    @classmethod
+    def perform_bulk(cls, args_list: Iterable[Iterable[Any]], *, batch_size: int | None = None) -> list[str | None]:
+        return Setter(cls, {}).perform_bulk(args_list, batch_size=batch_size)
+
+    @classmethod
+    def perform_inline(cls, *args: Any) -> Any:
+        return Setter(cls, {}).perform_inline(*args)
+
+    perform_sync = perform_inline
+
+    @classmethod
+    def client_push(cls, item: Mapping[str, Any]) -> str | None:
+        return cls.build_client().push({**item, "class": item.get("class", cls)})
+
+    # -- retry hooks --------------------------------------------------------------
+
+    @classmethod
+    def retry_in(cls, count: int, exc: BaseException, job: dict[str, Any]) -> int | float | str | None:
+        """Seconds until the next attempt, ``"discard"``, ``"kill"``, or ``None``
+        for the default backoff."""
+        return None
+
+    @classmethod
+    def retries_exhausted(cls, job: dict[str, Any], exc: BaseException) -> str | None:
+        """Called once retries run out; return ``"discard"`` to skip the dead set."""
+        return None
+
+    # -- testing helpers (the fake store) -----------------------------------
+
+    @classmethod
+    def jobs(cls) -> list[dict[str, Any]]:
+        from wurk.testing import queues
+
+        return queues.jobs_for_class(wire.class_name(cls))
+
+    @classmethod
+    def clear(cls) -> None:
+        from wurk.testing import queues
+
+        queues.clear_class(wire.class_name(cls))
+
+    @classmethod
+    def drain(cls) -> int:
+        from wurk.testing import drain
+
+        return drain(cls)
+
+    @classmethod
+    def perform_one(cls) -> Any:
+        from wurk.testing import perform_one
+
+        return perform_one(cls)
+
+    @classmethod
+    def process_job(cls, job: dict[str, Any]) -> Any:
+        from wurk.testing import process_job
+
+        return process_job(cls, job)
+
+    @classmethod
+    def execute_job(cls, instance: Job, args: list[Any]) -> Any:
+        return _run(instance.perform(*args))
+
+    @staticmethod
+    def clear_all() -> None:
+        from wurk.testing import queues
+
+        queues.clear_all()
+
+    @staticmethod
+    def drain_all() -> int:
+        from wurk.testing import drain_all
+
+        return drain_all()
+
+
+class JobFunction:
+    """What ``@wurk.job`` returns: the function, still callable, plus the job API."""
+
+    def __init__(self, fn: Callable[..., Any], job_class: type[Job]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.job_class = job_class
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.job_class, name)
+
+    def __repr__(self) -> str:
+        return f"<wurk job {self.job_class.wire_name}>"
+
+
+def job(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    """Turn a plain function (or ``async def``) into a job::
+
+    @wurk.job(queue="mail", retry=3)
+    def send_welcome(user_id): ...
+    """
+
+    def wrap(function: Callable[..., Any]) -> JobFunction:
+        name = f"{function.__module__}.{function.__qualname__}"
+
+        def perform(self: Job, *args: Any) -> Any:
+            return function(*args)
+
+        namespace = {"perform": perform, "wire_name": name, "__module__": function.__module__}
+        job_class = type(function.__name__, (Job,), namespace, **options)
+        job_class.__qualname__ = function.__qualname__
+        return JobFunction(function, job_class)
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap

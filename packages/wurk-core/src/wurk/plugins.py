@@ -1,0 +1,188 @@
+"""Discovery, switching off and calling of Wurk plugins.
+
+One :class:`Plugins` object belongs to one configuration; there is no plugin
+manager at module level, and nothing is discovered at import time. Plugins are
+found through the ``wurk`` entry-point group, the entry point's name being the
+plugin's name (``batches``, ``cron``…). A plugin can be switched off without
+uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,batches`` or from
+``config["disabled_plugins"]``; a switched-off plugin is never imported.
+
+Core registers its own built-ins (``wurk.builtins``, under the name ``core``)
+through the same hooks, and they cannot be switched off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import metadata
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from wurk import hookspecs
+from wurk.errors import PluginError
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+
+ENTRY_POINT_GROUP = "wurk"
+DISABLE_ENV = "WURK_DISABLE_PLUGINS"
+CORE_PLUGIN = "core"
+
+#: Events whose handlers run last-started-first-stopped.
+REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
+
+logger = logging.getLogger("wurk.plugins")
+
+
+def parse_disabled(value: str | Iterable[str] | None) -> frozenset[str]:
+    """Plugin names from a comma-separated string or an iterable of names."""
+    if value is None:
+        return frozenset()
+    items = value.split(",") if isinstance(value, str) else value
+    return frozenset(name.strip() for name in items if name and name.strip())
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One discovered plugin, as ``wurk plugins`` shows it."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    enabled: bool
+    module: str
+
+
+class Plugins:
+    """The plugin manager of one Wurk configuration.
+
+    ``disabled`` adds to the names read from ``WURK_DISABLE_PLUGINS``. Pass
+    ``entry_points=False`` to get core's built-ins only (tests that want a
+    precise set of plugins register the rest by hand).
+    """
+
+    def __init__(
+        self,
+        disabled: Iterable[str] = (),
+        *,
+        entry_points: bool = True,
+        environ: dict[str, str] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        self.disabled = parse_disabled(disabled) | parse_disabled(env.get(DISABLE_ENV))
+        if CORE_PLUGIN in self.disabled:
+            raise PluginError("the core plugin cannot be disabled")
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        # Historic: every plugin registered from now on gets the call too.
+        self._pm.hook.wurk_addhooks.call_historic(kwargs={"pluginmanager": self._pm})
+        from wurk import builtins
+
+        self._pm.register(builtins, name=CORE_PLUGIN)
+        for name in self.disabled:
+            self._pm.set_blocked(name)
+        if entry_points:
+            self._load_entry_points()
+        self._validate()
+
+    def _load_entry_points(self) -> None:
+        try:
+            self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except Exception as exc:  # an ImportError or a failing plugin module
+            raise PluginError(f"a wurk plugin failed to load: {exc!r}") from exc
+
+    def _validate(self) -> None:
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginError(str(exc)) from exc
+
+    @property
+    def hook(self) -> Any:
+        """pluggy's hook relay, for ``plugins.hook.wurk_register_scripts(...)``."""
+        return self._pm.hook
+
+    @property
+    def manager(self) -> pluggy.PluginManager:
+        return self._pm
+
+    def register(self, plugin: object, name: str | None = None) -> str:
+        """Register a plugin object by hand and validate its hooks at once."""
+        registered = self._pm.register(plugin, name=name)
+        if registered is None:
+            raise PluginError(f"plugin {name or plugin!r} is disabled or already registered")
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self._pm.unregister(plugin)
+            raise PluginError(str(exc)) from exc
+        return registered
+
+    def unregister(self, name: str) -> None:
+        if name == CORE_PLUGIN:
+            raise PluginError("the core plugin cannot be unregistered")
+        self._pm.unregister(name=name)
+
+    def names(self) -> list[str]:
+        """Names of the registered (enabled) plugins, core first."""
+        return [name for name, _ in self._pm.list_name_plugin()]
+
+    def is_enabled(self, name: str) -> bool:
+        return self._pm.get_plugin(name) is not None
+
+    def discovered(self) -> list[PluginInfo]:
+        """Every plugin published under the entry-point group, enabled or not."""
+        found: list[PluginInfo] = []
+        seen: set[str] = set()
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if ep.name in seen:
+                continue
+            seen.add(ep.name)
+            dist = ep.dist
+            found.append(
+                PluginInfo(
+                    name=ep.name,
+                    distribution=dist.metadata["Name"] if dist else None,
+                    version=dist.version if dist else None,
+                    enabled=self.is_enabled(ep.name),
+                    module=ep.value,
+                )
+            )
+        by_name = {info.name for info in found}
+        for name, plugin in self._pm.list_name_plugin():
+            if name not in by_name and name != CORE_PLUGIN:
+                module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__qualname__
+                found.append(PluginInfo(name, None, None, True, module))
+        return sorted(found, key=lambda info: info.name)
+
+    def fire(self, event: str, config: Config, *, reraise: bool = False) -> None:
+        """Call the ``wurk_<event>`` hook, one implementation at a time.
+
+        Implementations run in registration order (``tryfirst`` / ``trylast``
+        move one to the front or the back); ``quiet``, ``shutdown`` and
+        ``exit`` run in the reverse order, so what started last stops first.
+        A failing implementation is reported through ``config.handle_exception``
+        and the rest still run, unless ``reraise`` (used for ``startup``, whose
+        failure must abort the boot).
+        """
+        if event not in hookspecs.LIFECYCLE_EVENTS:
+            raise ValueError(f"unknown lifecycle event {event!r}; expected one of {hookspecs.LIFECYCLE_EVENTS}")
+        caller = getattr(self._pm.hook, f"wurk_{event}")
+        # Registration order (core, then plugins as discovered), with
+        # tryfirst/trylast honoured; the stopping events run it backwards.
+        ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
+        if event in REVERSED_EVENTS:
+            ordered.reverse()
+        arguments = {"config": config}
+        for impl in ordered:
+            try:
+                impl.function(*[arguments[name] for name in impl.argnames])
+            except Exception as exc:
+                if reraise:
+                    raise
+                config.handle_exception(exc, {"context": f"plugin {impl.plugin_name} on {event}"})

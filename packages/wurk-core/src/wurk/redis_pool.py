@@ -1,0 +1,187 @@
+"""Redis connection pools and the transient-failure rules.
+
+A worker process keeps disjoint pools on purpose (main, fetch, web), so that a
+burst on one never starves another. Each :class:`RedisPool` wraps a blocking
+redis-py pool of a fixed size and adds the rules by which a short outage is
+absorbed instead of failing a job:
+
+* ``READONLY`` / ``NOREPLICAS`` / ``UNBLOCKED`` mean a failover happened under
+  us: drop the pool's connections and retry once, at once.
+* A connection error or socket timeout: drop the connections, sleep
+  ``0.5 × 2ⁿ + rand × 0.25`` seconds and retry, three attempts in all.
+* No free connection within ``pool_timeout``: one more try after 0.1–0.3 s.
+  A pool that stays starved is undersized, and retrying longer would hide it.
+
+Every retry and every final give-up is reported to the ``on_redis_error``
+handlers. A give-up on connectivity raises
+:class:`wurk.errors.RedisConnectionError`, whose message names the URL.
+
+redis-py's own retry layer is switched off so that the rules above are the only
+ones in force, and so that the number of attempts is exactly what the
+documentation says.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisPyConnectionError
+from redis.exceptions import ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisPyTimeoutError
+from redis.retry import Retry
+
+from wurk.errors import RedisConnectionError
+
+T = TypeVar("T")
+
+DEFAULT_URL = "redis://localhost:6379/0"
+DEFAULT_POOL_TIMEOUT = 1.0
+DEFAULT_CONNECT_TIMEOUT = 1.0
+DEFAULT_READ_TIMEOUT = 2.5
+DEFAULT_WRITE_TIMEOUT = 2.5
+CONNECTION_ATTEMPTS = 3
+FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
+
+# Keys of ``config.redis`` that shape the pool rather than the connection.
+STRUCTURAL_KEYS = frozenset({"size", "name"})
+
+logger = logging.getLogger("wurk.redis")
+
+RedisErrorHandler = Callable[[dict[str, Any]], object]
+
+
+class PoolTimeoutError(RedisPyConnectionError):
+    """No connection became free within the pool's checkout timeout."""
+
+
+class _BlockingPool(redis.BlockingConnectionPool):
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().get_connection(*args, **kwargs)
+        except RedisPyConnectionError as exc:
+            if str(exc) == "No connection available.":
+                raise PoolTimeoutError(f"no free connection within {self.timeout}s") from exc
+            raise
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***``, safe to log."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo = f"{parts.username or ''}:***"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def _is_failover(exc: BaseException) -> bool:
+    if isinstance(exc, ReadOnlyError):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(FAILOVER_PREFIXES)
+
+
+class RedisPool:
+    """A named, fixed-size pool of Redis connections with Wurk's retry rules.
+
+    ``options`` is the ``config.redis`` mapping: ``url`` plus the timeouts
+    below; any other key is handed to redis-py unchanged (``username``,
+    ``password``, ``ssl_*``, ``health_check_interval``…).
+    """
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        *,
+        size: int,
+        name: str,
+        error_handlers: Iterable[RedisErrorHandler] = (),
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"Redis pool {name} needs at least one connection, got size={size}")
+        opts = {key: value for key, value in options.items() if key not in STRUCTURAL_KEYS}
+        self.url: str = opts.pop("url", None) or DEFAULT_URL
+        self.name = name
+        self.size = size
+        self.error_handlers = error_handlers
+        pool_timeout = opts.pop("pool_timeout", DEFAULT_POOL_TIMEOUT)
+        connect_timeout = opts.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        read_timeout = opts.pop("read_timeout", DEFAULT_READ_TIMEOUT)
+        opts.pop("write_timeout", None)  # redis-py has one socket timeout for both directions
+        opts.pop("reconnect_attempts", None)  # the rules above decide the attempts
+        self._pool = _BlockingPool.from_url(
+            self.url,
+            max_connections=size,
+            timeout=pool_timeout,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=read_timeout,
+            retry=Retry(NoBackoff(), 0),
+            **opts,
+        )
+        self.client = redis.Redis(connection_pool=self._pool)
+
+    @property
+    def connection_pool(self) -> redis.ConnectionPool:
+        return self._pool
+
+    def __repr__(self) -> str:
+        return f"<RedisPool {self.name} size={self.size} url={mask_url(self.url)}>"
+
+    def execute(self, operation: Callable[[redis.Redis], T]) -> T:
+        """Run ``operation(client)`` under the transient-failure rules."""
+        attempt = 0
+        failover_retried = False
+        pool_retried = False
+        while True:
+            attempt += 1
+            try:
+                return operation(self.client)
+            except PoolTimeoutError as exc:
+                if pool_retried:
+                    self._report(exc, attempt, retried=False)
+                    raise
+                pool_retried = True
+                self._report(exc, attempt, retried=True)
+                time.sleep(random.uniform(0.1, 0.3))
+            except (RedisPyConnectionError, RedisPyTimeoutError) as exc:
+                self.disconnect()
+                if attempt >= CONNECTION_ATTEMPTS:
+                    self._report(exc, attempt, retried=False)
+                    raise RedisConnectionError(mask_url(self.url), exc) from exc
+                self._report(exc, attempt, retried=True)
+                time.sleep(0.5 * 2 ** (attempt - 1) + random.random() * 0.25)
+            except ResponseError as exc:
+                if not _is_failover(exc) or failover_retried:
+                    if _is_failover(exc):
+                        self._report(exc, attempt, retried=False)
+                    raise
+                failover_retried = True
+                self.disconnect()
+                self._report(exc, attempt, retried=True)
+
+    def _report(self, exc: BaseException, attempt: int, *, retried: bool) -> None:
+        info = {"error": exc, "attempt": attempt, "retried": retried, "pool": self.name}
+        for handler in list(self.error_handlers):
+            try:
+                handler(info)
+            except Exception:
+                logger.exception("on_redis_error handler raised")
+
+    def ping(self) -> bool:
+        return bool(self.execute(lambda conn: conn.ping()))
+
+    def disconnect(self) -> None:
+        """Close every connection; the pool reconnects lazily on next use."""
+        self._pool.disconnect(inuse_connections=True)
+
+    def available(self) -> int:
+        """Connections that can be checked out right now without waiting."""
+        return self._pool.pool.qsize()

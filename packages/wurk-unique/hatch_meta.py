@@ -1,0 +1,1 @@
+../../tools/hatch_meta.py

@@ -1,0 +1,21 @@
+"""The wurk-unique plugin: unique jobs.
+
+Owns the ``unique_for`` and ``unique_until`` job options, so that core accepts
+them only while this plugin is active (and names this distribution when it is
+not). The lock middleware arrives with the feature.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wurk.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from wurk.options import OptionRegistry
+
+
+@hookimpl
+def wurk_register_options(options: OptionRegistry) -> None:
+    options.add("unique_for", owner="wurk-unique")
+    options.add("unique_until", owner="wurk-unique")

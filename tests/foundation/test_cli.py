@@ -1,0 +1,57 @@
+"""The ``wurk`` console script, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import wurk
+
+WURK = str(Path(sys.executable).parent / "wurk")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "WURK_DISABLE_PLUGINS"}
+    full_env.update(env or {})
+    return subprocess.run([WURK, *args], env=full_env, capture_output=True, text=True, timeout=60)
+
+
+def test_plugins_lists_the_seven_features_with_version_and_state():
+    result = run("plugins")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATE"]
+    rows = [line.split() for line in lines[1:]]
+    assert [row[0] for row in rows] == ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
+    assert all(row[2] == wurk.__version__ and row[3] == "enabled" for row in rows)
+
+
+def test_plugins_shows_switched_off_plugins_as_disabled():
+    result = run("plugins", "--json", env={"WURK_DISABLE_PLUGINS": "cron,batches"})
+    assert result.returncode == 0, result.stderr
+    states = {row["name"]: row["enabled"] for row in json.loads(result.stdout)}
+    assert states == {
+        "batches": False,
+        "cron": False,
+        "crypto": True,
+        "limiter": True,
+        "swarm": True,
+        "unique": True,
+        "web": True,
+    }
+
+
+def test_version_and_help_flags():
+    assert run("-V").stdout.strip() == f"wurk {wurk.__version__}"
+    help_text = run("-h").stdout
+    assert "plugins" in help_text
+    assert "Sidekiq" in help_text
+
+
+def test_disabling_core_is_a_clear_error():
+    result = run("plugins", env={"WURK_DISABLE_PLUGINS": "core"})
+    assert result.returncode == 2
+    assert "core plugin cannot be disabled" in result.stderr

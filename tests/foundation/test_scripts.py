@@ -1,0 +1,80 @@
+"""The Lua script registry against a real server: lazy load, SHA calls, NOSCRIPT recovery."""
+
+from __future__ import annotations
+
+import pytest
+
+from wurk.errors import ScriptError
+from wurk.scripts import Script, ScriptRegistry
+
+
+def script_loads(redis) -> int:
+    stats = redis.info("commandstats")
+    return int(stats.get("cmdstat_script|load", {}).get("calls", 0))
+
+
+def test_core_scripts_register_through_the_builtin_plugin(config):
+    assert "core.zpopbyscore" in config.scripts.names()
+
+
+def test_zpopbyscore_pops_only_due_members_one_at_a_time(config, redis):
+    redis.zadd("schedule", {"a": 100.0, "b": 200.0, "c": 9e9})
+    client = config.redis_pool.client
+    call = config.scripts.call
+    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) == b"a"
+    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) == b"b"
+    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) is None
+    assert redis.zrange("schedule", 0, -1) == [b"c"]
+
+
+def test_scripts_load_once_per_pool_and_survive_script_flush(config, redis):
+    client = config.redis_pool.client
+    before = script_loads(redis)
+    for _ in range(5):
+        config.scripts.call("core.zpopbyscore", client, ["retry"], ["1"])
+    assert script_loads(redis) - before == 1
+
+    redis.script_flush()  # what a restarted or failed-over server looks like
+    redis.zadd("retry", {"job": 1.0})
+    assert config.scripts.call("core.zpopbyscore", client, ["retry"], ["2"]) == b"job"
+    assert script_loads(redis) - before == 2
+
+    other = config.new_redis_pool(2, "other")
+    config.scripts.call("core.zpopbyscore", other.client, ["retry"], ["2"])
+    assert script_loads(redis) - before == 3
+
+
+def test_pipeline_calls_load_the_script_first(config, redis):
+    redis.zadd("schedule", {"x": 1.0})
+    pipe = config.redis_pool.client.pipeline(transaction=False)
+    config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+    pipe.get("missing")
+    assert pipe.execute() == [b"x", None]
+
+
+def test_wrong_key_count_is_refused_before_reaching_redis(config, redis):
+    with pytest.raises(ScriptError, match="takes 1 keys, got 2"):
+        config.scripts.call("core.zpopbyscore", config.redis_pool.client, ["a", "b"], ["1"])
+
+
+def test_headers_decide_arity_and_are_required():
+    variadic = Script.parse("test.many", "-- KEYS[1]: a\n-- KEYS[2..n]: more\nreturn 1\n")
+    assert variadic.min_keys == 1
+    assert variadic.variadic
+    variadic.check_keys(["a", "b", "c"])
+    with pytest.raises(ScriptError, match="at least 1"):
+        variadic.check_keys([])
+    with pytest.raises(ScriptError, match="header"):
+        Script.parse("test.bare", "return 1\n")
+    with pytest.raises(ScriptError, match="namespaced"):
+        Script.parse("bare", "-- KEYS[1]: x\nreturn 1\n")
+
+
+def test_a_name_cannot_be_reused_for_a_different_script():
+    registry = ScriptRegistry()
+    registry.register("test.one", "-- no keys\nreturn 1\n")
+    registry.register("test.one", "-- no keys\nreturn 1\n")  # same source: fine
+    with pytest.raises(ScriptError, match="different source"):
+        registry.register("test.one", "-- no keys\nreturn 2\n")
+    with pytest.raises(ScriptError, match="no script named"):
+        registry["test.two"]

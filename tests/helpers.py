@@ -1,0 +1,85 @@
+"""Shared test helpers: real servers and real subprocesses, nothing mocked."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from wurk.embedded import ServerProcess, redis_binary, valkey_binary
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER_ENV = "WURK_TEST_SERVER"
+
+
+def server_kind() -> str:
+    kind = os.environ.get(SERVER_ENV, "valkey")
+    if kind not in ("valkey", "redis"):
+        raise RuntimeError(f"{SERVER_ENV} must be 'valkey' or 'redis', got {kind!r}")
+    return kind
+
+
+def new_server(**kwargs: object) -> ServerProcess:
+    """A private server of the selected kind (not started)."""
+    binary = redis_binary() if server_kind() == "redis" else valkey_binary()
+    return ServerProcess(binary, **kwargs)  # type: ignore[arg-type]
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: float = 0.02) -> object:
+    """Poll ``predicate`` until it is truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        time.sleep(interval)
+
+
+class Subprocess:
+    """A real child process (a worker, a CLI) that tests can signal and reap."""
+
+    def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | Path | None = None):
+        self.args = list(args)
+        full_env = {**os.environ, **(env or {})}
+        self.proc = subprocess.Popen(
+            self.args,
+            env=full_env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @classmethod
+    def python(cls, *args: str, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Subprocess:
+        return cls([sys.executable, *args], env=env, cwd=cwd)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 30.0) -> int:
+        return self.proc.wait(timeout)
+
+    def output(self) -> str:
+        out, _ = self.proc.communicate()
+        return out.decode("utf-8", "replace")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
