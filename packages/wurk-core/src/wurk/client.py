@@ -87,7 +87,7 @@ class Client:
         normed.setdefault("jid", wire.new_jid())
         normed.setdefault("created_at", wire.now_ms())
         self._stamp_expiry(normed)
-        wire.verify_args(normed["args"], self.config["on_complex_arguments"], self.config.logger, name)
+        normed["args"] = wire.verify_args(normed["args"], self.config["on_complex_arguments"], self.config.logger, name)
         return normed
 
     @staticmethod
@@ -155,8 +155,8 @@ class Client:
             return []
         first_at = ats[0] if ats else None
         template = self.normalize_item({**base, "args": [], **({"at": first_at} if first_at is not None else {})})
-        for args in args_list:
-            wire.verify_args(list(args), self.config["on_complex_arguments"], self.config.logger, template["class"])
+        mode, logger = self.config["on_complex_arguments"], self.config.logger
+        args_list = [wire.verify_args(list(args), mode, logger, template["class"]) for args in args_list]
         pool = self._pool_for(item)
         jids: list[str | None] = []
         for start in range(0, len(args_list), batch_size):

@@ -40,6 +40,13 @@ RETRY_IN_ACTIONS = ("discard", "kill")
 
 def _check_options(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Catch the option mistakes that would otherwise surface in a worker."""
+    try:
+        return _checked(owner, options)
+    except wire.InvalidJobError as exc:
+        raise ConfigurationError(str(exc)) from None
+
+
+def _checked(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
     checked = dict(options)
     retry = checked.get("retry")
     if "retry" in checked and not (isinstance(retry, bool) or (isinstance(retry, int) and retry >= 0)):
@@ -123,7 +130,8 @@ class Setter:
         return self._client().push(item)
 
     def perform_bulk(self, args_list: Iterable[Iterable[Any]], *, batch_size: int | None = None) -> list[str | None]:
-        item: dict[str, Any] = {**self.options, "class": self.job_class, "args": [list(a) for a in args_list]}
+        args = [list(a) if isinstance(a, list | tuple) else a for a in args_list]
+        item: dict[str, Any] = {**self.options, "class": self.job_class, "args": args}
         if self._at is not None:
             item["at"] = self._at
         if batch_size is not None:

@@ -120,13 +120,17 @@ def find_complex(value: Any, path: str = "args") -> str | None:
     return f"{path} = {value!r} of type {kind.__module__}.{kind.__qualname__}"
 
 
-def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_class: str = "") -> None:
-    """Apply ``on_complex_arguments`` to a job's arguments."""
-    if mode is False:
-        return
+def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_class: str = "") -> list[Any]:
+    """Apply ``on_complex_arguments``; the arguments as they will be stored.
+
+    ``raise`` refuses a non-native argument; ``warn`` logs it and, like
+    ``False``, stores what a JSON round trip makes of it (tuples become lists,
+    other objects their ``str()``), so the job sees in the worker exactly what
+    the payload holds.
+    """
     problem = find_complex(args)
     if problem is None:
-        return
+        return args
     message = (
         f"job {job_class} has an argument that is not native JSON: {problem}. "
         "Pass only None, bool, int, float, str, list and dict with str keys "
@@ -134,8 +138,9 @@ def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_clas
     )
     if mode == "raise":
         raise ComplexArgumentError(message)
-    if logger is not None:
+    if mode == "warn" and logger is not None:
         logger.warning(message)
+    return loads(dumps_lossy(args))
 
 
 def to_epoch(value: Any) -> float:

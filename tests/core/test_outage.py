@@ -1,0 +1,135 @@
+"""The client outage buffer, with the Redis server really killed and restarted."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+import redis as redis_py
+
+import wurk
+from tests.helpers import new_server
+from wurk.errors import ConfigurationError, RedisConnectionError
+from wurk.outage import BatchNotBufferedError, BufferOverflowError
+
+
+class Order(wurk.Job):
+    def perform(self, n):
+        pass
+
+
+@pytest.fixture
+def volatile(tmp_path):
+    """A server of our own that the test may kill, with every write fsynced."""
+    server = new_server(data_dir=tmp_path, persist=True)
+    server.start()
+    control = redis_py.Redis.from_url(server.url)
+    control.config_set("appendfsync", "always")
+    yield server
+    control.close()
+    server.stop()
+
+
+def restart(server, tmp_path):
+    back = new_server(port=server.port, data_dir=tmp_path, persist=True).start()
+    redis_py.Redis.from_url(back.url).config_set("appendfsync", "always")
+    return back
+
+
+def stored_args(url):
+    client = redis_py.Redis.from_url(url)
+    try:
+        return [json.loads(item)["args"][0] for item in reversed(client.lrange("queue:default", 0, -1))]
+    finally:
+        client.close()
+
+
+def test_without_the_buffer_an_outage_raises(volatile, config):
+    config.redis = {"url": volatile.url}
+    volatile.process.send_signal(signal.SIGKILL)
+    volatile.process.wait()
+    with pytest.raises(RedisConnectionError, match=str(volatile.port)):
+        Order.perform_async(1)
+
+
+def test_pushes_during_an_outage_are_buffered_then_replayed_in_order(volatile, config, tmp_path):
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push(buffer_size=100)
+    redis_errors = []
+    config.on_redis_error(redis_errors.append)
+    for n in range(5):
+        Order.perform_async(n)
+
+    volatile.kill()  # SIGKILL: the server vanishes between two pushes
+    for n in range(5, 9):
+        assert Order.perform_async(n) is not None  # the caller still gets its jid
+    assert len(buffer) == 4
+    assert any(not report["retried"] for report in redis_errors)
+
+    back = restart(volatile, tmp_path)
+    try:
+        Order.perform_async(9)  # the next push drains first, oldest first
+        assert len(buffer) == 0
+        assert stored_args(back.url) == list(range(10))
+    finally:
+        back.stop()
+
+
+def test_the_background_drainer_replays_when_nobody_pushes(volatile, config, tmp_path):
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push(drain_interval=0.1)
+    volatile.kill()
+    Order.perform_async("a")
+    Order.perform_async("b")
+    assert len(buffer) == 2
+    back = restart(volatile, tmp_path)
+    try:
+        from tests.helpers import wait_for
+
+        wait_for(lambda: len(buffer) == 0, timeout=15)
+        assert stored_args(back.url) == ["a", "b"]
+    finally:
+        buffer.stop_drainer()
+        back.stop()
+    assert not buffer.drainer_running()
+
+
+def test_overflow_drop_oldest_and_raise(volatile, config, tmp_path):
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push(buffer_size=2)
+    volatile.kill()
+    for n in range(3):
+        Order.perform_async(n)
+    assert [job["args"] for job, _ in buffer._items] == [[1], [2]]
+
+    config.reliable_push(buffer_size=2, overflow="raise")
+    with pytest.raises(BufferOverflowError) as caught:
+        Order.perform_async(3)
+    assert caught.value.payload["args"] == [3]
+    back = restart(volatile, tmp_path)
+    try:
+        buffer.drain()
+        assert stored_args(back.url) == [1, 2]
+    finally:
+        back.stop()
+
+
+def test_batch_jobs_are_never_buffered(volatile, config):
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push()
+    volatile.kill()
+    with pytest.raises(RedisConnectionError):
+        wurk.Client().push({"class": Order, "args": [1], "bid": "b-123"})
+    assert len(buffer) == 0
+    Order.perform_async(2)  # now the buffer is not empty, so the next one cannot jump it
+    with pytest.raises(BatchNotBufferedError):
+        wurk.Client().push({"class": Order, "args": [3], "bid": "b-123"})
+    assert [job["args"] for job, _ in buffer._items] == [[2]]
+
+
+def test_bad_buffer_settings_are_refused(config):
+    with pytest.raises(ConfigurationError, match="buffer_size"):
+        config.reliable_push(buffer_size=0)
+    with pytest.raises(ConfigurationError, match="overflow"):
+        config.reliable_push(overflow="spill")
