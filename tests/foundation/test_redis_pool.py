@@ -58,6 +58,7 @@ def test_a_blip_is_absorbed_when_the_server_comes_back(tmp_path):
         assert pool.execute(operation) == b"v"
         assert len(attempts) >= 2
     finally:
+        pool.disconnect()
         restarted.stop()
 
 
@@ -73,6 +74,7 @@ def test_readonly_replica_is_retried_once_then_raises(server):
             pool.execute(lambda conn: conn.set("k", "v"))
         assert [(r["attempt"], r["retried"]) for r in reports] == [(1, True), (2, False)]
         control.close()
+        pool.disconnect()
     finally:
         replica.stop()
         primary.stop()
@@ -89,12 +91,14 @@ def test_pool_checkout_timeout_retries_once(redis_url):
         pool.connection_pool.release(held)
     assert [(r["attempt"], r["retried"]) for r in reports] == [(1, True), (2, False)]
     assert pool.execute(lambda conn: conn.ping()) is True
+    pool.disconnect()
 
 
 def test_unknown_keys_are_forwarded_to_the_client(redis_url):
     pool = RedisPool({"url": redis_url, "client_name": "wurk-test", "size": 99}, size=3, name="fwd")
     assert pool.execute(lambda conn: conn.client_getname()) in ("wurk-test", b"wurk-test")
     assert pool.size == 3
+    pool.disconnect()
 
 
 def test_sizes_follow_the_guides(config):
@@ -107,3 +111,47 @@ def test_sizes_follow_the_guides(config):
     config.redis = {"size": 4}
     assert config.redis_pool.size == 4
     assert config.default_capsule.fetch_redis_pool.size == 12
+
+
+def test_username_and_password_reach_an_acl_protected_server(redis, redis_url):
+    redis.acl_setuser("worker", enabled=True, passwords=["+w0rk"], keys=["*"], commands=["+@all"])
+    host_port = redis_url.split("//", 1)[1].rsplit("/", 1)[0]
+    by_url = RedisPool({"url": f"redis://worker:w0rk@{host_port}/0"}, size=1, name="acl-url")
+    assert by_url.execute(lambda conn: conn.acl_whoami()) in ("worker", b"worker")
+    by_keys = RedisPool({"url": redis_url, "username": "worker", "password": "w0rk"}, size=1, name="acl-keys")
+    assert by_keys.execute(lambda conn: conn.acl_whoami()) in ("worker", b"worker")
+    wrong = RedisPool({"url": redis_url, "username": "worker", "password": "nope"}, size=1, name="acl-bad")
+    with pytest.raises(redis_py.exceptions.AuthenticationError):
+        wrong.execute(lambda conn: conn.ping())
+    for pool in (by_url, by_keys, wrong):
+        pool.disconnect()
+
+
+def test_sentinel_supplies_the_master_address(tmp_path):
+    import subprocess
+
+    from wurk.embedded import ServerProcess
+
+    primary = new_server().start()
+    sentinel_port = free_port()
+    conf = tmp_path / "sentinel.conf"
+    conf.write_text(f"port {sentinel_port}\nbind 127.0.0.1\nsentinel monitor main 127.0.0.1 {primary.port} 1\n")
+    sentinel = subprocess.Popen([primary.binary, str(conf), "--sentinel"], stdout=subprocess.DEVNULL)
+    try:
+        ServerProcess(primary.binary, port=sentinel_port)._wait_ready(10)  # wait for it to answer PING
+        pool = RedisPool(
+            {"url": "redis://unused/3", "sentinels": [("127.0.0.1", sentinel_port)], "master_name": "main"},
+            size=2,
+            name="sentinel",
+        )
+        pool.execute(lambda conn: conn.set("through", "sentinel"))
+        direct = redis_py.Redis(host="127.0.0.1", port=primary.port, db=3)
+        assert direct.get("through") == b"sentinel"
+        direct.close()
+        pool.disconnect()
+        with pytest.raises(ValueError, match="master_name"):
+            RedisPool({"sentinels": [f"127.0.0.1:{sentinel_port}"]}, size=1, name="incomplete")
+    finally:
+        sentinel.terminate()
+        sentinel.wait(10)
+        primary.stop()

@@ -32,10 +32,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, AuthorizationError, ReadOnlyError, ResponseError
 from redis.exceptions import ConnectionError as RedisPyConnectionError
-from redis.exceptions import ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
 from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from wurk.errors import RedisConnectionError
 
@@ -71,6 +72,40 @@ class _BlockingPool(redis.BlockingConnectionPool):
             raise
 
 
+class _SentinelBlockingPool(SentinelConnectionPool, _BlockingPool):
+    """A pool whose master address comes from Sentinel, and that waits for a
+    free connection like the others instead of failing at once."""
+
+
+def _sentinel_pool(
+    opts: dict[str, Any], size: int, pool_timeout: float, common: dict[str, Any]
+) -> redis.ConnectionPool:
+    """Build a Sentinel-backed pool from ``sentinels`` and ``master_name``."""
+    sentinels = [_host_port(entry) for entry in opts.pop("sentinels")]
+    master_name = opts.pop("master_name", None)
+    if not master_name:
+        raise ValueError("Redis option 'sentinels' needs 'master_name' too")
+    sentinel_kwargs = opts.pop("sentinel_kwargs", None) or {}
+    manager = Sentinel(sentinels, sentinel_kwargs={"socket_timeout": common["socket_timeout"], **sentinel_kwargs})
+    url = opts.pop("url", None)
+    if url:
+        parsed = urlsplit(url)
+        opts.setdefault("db", int((parsed.path or "/0").lstrip("/") or 0))
+        if parsed.password:
+            opts.setdefault("password", parsed.password)
+        if parsed.username:
+            opts.setdefault("username", parsed.username)
+    return _SentinelBlockingPool(master_name, manager, max_connections=size, timeout=pool_timeout, **common, **opts)
+
+
+def _host_port(entry: Any) -> tuple[str, int]:
+    if isinstance(entry, str):
+        host, _, port = entry.rpartition(":")
+        return host, int(port)
+    host, port = entry
+    return str(host), int(port)
+
+
 def mask_url(url: str) -> str:
     """The URL with its password replaced by ``***``, safe to log."""
     parts = urlsplit(url)
@@ -94,7 +129,10 @@ class RedisPool:
 
     ``options`` is the ``config.redis`` mapping: ``url`` plus the timeouts
     below; any other key is handed to redis-py unchanged (``username``,
-    ``password``, ``ssl_*``, ``health_check_interval``…).
+    ``password``, ``ssl_*``, ``health_check_interval``…). With
+    ``sentinels=[("host", 26379), ...]`` and ``master_name``, the master's
+    address comes from Redis Sentinel (``url`` then only supplies the database
+    and credentials).
     """
 
     def __init__(
@@ -117,15 +155,16 @@ class RedisPool:
         read_timeout = opts.pop("read_timeout", DEFAULT_READ_TIMEOUT)
         opts.pop("write_timeout", None)  # redis-py has one socket timeout for both directions
         opts.pop("reconnect_attempts", None)  # the rules above decide the attempts
-        self._pool = _BlockingPool.from_url(
-            self.url,
-            max_connections=size,
-            timeout=pool_timeout,
-            socket_connect_timeout=connect_timeout,
-            socket_timeout=read_timeout,
-            retry=Retry(NoBackoff(), 0),
-            **opts,
-        )
+        common = {
+            "socket_connect_timeout": connect_timeout,
+            "socket_timeout": read_timeout,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        if opts.get("sentinels"):
+            self.url = f"redis+sentinel://{opts.get('master_name')}"
+            self._pool = _sentinel_pool({**opts, "url": options.get("url")}, size, pool_timeout, common)
+        else:
+            self._pool = _BlockingPool.from_url(self.url, max_connections=size, timeout=pool_timeout, **common, **opts)
         self.client = redis.Redis(connection_pool=self._pool)
 
     @property
@@ -144,6 +183,8 @@ class RedisPool:
             attempt += 1
             try:
                 return operation(self.client)
+            except (AuthenticationError, AuthorizationError):
+                raise  # wrong credentials: retrying cannot help, and the message says why
             except PoolTimeoutError as exc:
                 if pool_retried:
                     self._report(exc, attempt, retried=False)
