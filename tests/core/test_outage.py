@@ -133,3 +133,43 @@ def test_bad_buffer_settings_are_refused(config):
         config.reliable_push(buffer_size=0)
     with pytest.raises(ConfigurationError, match="overflow"):
         config.reliable_push(overflow="spill")
+
+
+class RecordingStatsd:
+    """A statsd client that records instead of sending UDP packets."""
+
+    def __init__(self):
+        self.counts = []
+
+    def incr(self, metric):
+        self.counts.append(metric)
+
+
+def test_each_replayed_job_counts_on_statsd(volatile, config, tmp_path):
+    statsd = RecordingStatsd()
+    config.dogstatsd = lambda: statsd
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push()
+    volatile.kill()
+    Order.perform_async(1)
+    back = restart(volatile, tmp_path)
+    try:
+        assert buffer.drain()
+        assert statsd.counts == ["jobs.recovered.push"]
+    finally:
+        back.stop()
+
+
+def test_a_forked_child_starts_with_an_empty_buffer(volatile, config, tmp_path):
+    import os
+
+    config.redis = {"url": volatile.url}
+    buffer = config.reliable_push()
+    volatile.kill()
+    Order.perform_async("parent's")
+    pid = os.fork()
+    if pid == 0:  # the child must not replay the parent's jobs
+        os._exit(0 if len(buffer) == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(buffer) == 1

@@ -155,3 +155,23 @@ def test_sentinel_supplies_the_master_address(tmp_path):
         sentinel.terminate()
         sentinel.wait(10)
         primary.stop()
+
+
+def test_a_forked_child_never_shares_the_parents_connections(config, redis):
+    import os
+
+    pool = config.redis_pool
+    pool.execute(lambda conn: conn.set("owner", "parent"))
+    parent_id = pool.execute(lambda conn: conn.client_id())
+    pid = os.fork()
+    if pid == 0:
+        try:
+            pool.execute(lambda conn: conn.set(f"child:{os.getpid()}", conn.client_id()))
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert int(redis.get(f"child:{pid}")) != parent_id  # the child opened its own connection
+    assert pool.execute(lambda conn: conn.client_id()) == parent_id  # and the parent's is intact
+    assert pool.execute(lambda conn: conn.get("owner")) == b"parent"

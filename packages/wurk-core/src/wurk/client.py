@@ -122,7 +122,10 @@ class Client:
     def push(self, item: Mapping[str, Any]) -> str | None:
         """Push one job; its jid, or ``None`` when a middleware halted it."""
         pool = self._pool_for(item)
-        normed = self.normalize_item(item)
+        return self.push_normalized(self.normalize_item(item), pool)
+
+    def push_normalized(self, normed: Payload, pool: RedisPool) -> str | None:
+        """Run an already normalised job through the chain and write it."""
         pushed = self._through_chain(normed, pool)
         if pushed is None:
             return None

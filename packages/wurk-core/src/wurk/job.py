@@ -70,10 +70,38 @@ def _checked(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _run(result: Any) -> Any:
-    """Finish an ``async def perform`` when called outside a worker."""
-    if inspect.isawaitable(result):
+    """Finish an ``async def perform`` when called outside a worker.
+
+    With no event loop running in this thread, the coroutine runs on a fresh
+    one. Inside a running loop (an async test, or an async job that pushes
+    another job inline) the caller needs the result now and cannot await, so
+    the coroutine runs on a private loop in a helper thread, in a copy of this
+    context (which carries the testing mode of a ``with`` block).
+    """
+    if not inspect.isawaitable(result):
+        return result
+    import contextvars
+    import threading
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
         return asyncio.run(_await(result))
-    return result
+    context = contextvars.copy_context()
+    outcome: dict[str, Any] = {}
+
+    def finish() -> None:
+        try:
+            outcome["value"] = context.run(asyncio.run, _await(result))
+        except BaseException as exc:  # handed to the caller's thread below
+            outcome["error"] = exc
+
+    helper = threading.Thread(target=finish, name="wurk-inline-async")
+    helper.start()
+    helper.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 async def _await(awaitable: Any) -> Any:
@@ -98,6 +126,7 @@ class Setter:
             self._scheduled = True
             self._at = wire.schedule_at(options.pop("wait_until"))
         self.job_class = job_class
+        self._client_class = options.pop("client_class", None)
         self.options = _check_options(job_class.__qualname__, options)
 
     def set(self, **options: Any) -> Setter:
@@ -110,6 +139,8 @@ class Setter:
         return item
 
     def _client(self) -> Any:
+        if self._client_class is not None:
+            return self._client_class()
         return self.job_class.build_client()
 
     def perform_async(self, *args: Any) -> str | None:
@@ -136,7 +167,9 @@ class Setter:
             item["at"] = self._at
         if batch_size is not None:
             item["batch_size"] = batch_size
-        return self._client().push_bulk(item)
+        from wurk.client import Client
+
+        return Client().push_bulk(item)  # never deferred to a transaction
 
     def perform_inline(self, *args: Any) -> Any:
         """Run now, in this thread, through the real client and server chains."""
@@ -195,9 +228,14 @@ class Job:
 
     @classmethod
     def build_client(cls) -> Any:
+        """The client a push uses: ``config.register("client_class", factory)``
+        (see ``wurk.transactional``) can replace the plain one."""
         from wurk.client import Client
+        from wurk.defaults import default_config
 
-        return Client()
+        config = default_config()
+        factory = config.lookup("client_class")
+        return factory(config) if factory is not None else Client(config)
 
     # -- enqueueing -------------------------------------------------------------
 
@@ -247,52 +285,61 @@ class Job:
         return None
 
     # -- testing helpers (the fake store) -----------------------------------
+    # On ``wurk.Job`` itself these cover every class (``wurk.Job.jobs`` is the
+    # whole store); on a subclass, that class only. See ``wurk.testing``.
 
-    @classmethod
-    def jobs(cls) -> list[dict[str, Any]]:
-        from wurk.testing import queues
+    from wurk.testing.store import JobsAttribute
 
-        return queues.jobs_for_class(wire.class_name(cls))
+    #: This class's fake payloads, in push order (a new list on each access).
+    jobs = JobsAttribute()
+    del JobsAttribute
 
     @classmethod
     def clear(cls) -> None:
-        from wurk.testing import queues
+        """Drop this class's fake jobs, leaving other classes' alone."""
+        from wurk import testing
 
-        queues.clear_class(wire.class_name(cls))
+        testing.clear(cls)
 
     @classmethod
     def drain(cls) -> int:
-        from wurk.testing import drain
+        """Run and remove this class's fake jobs, including ones pushed meanwhile."""
+        from wurk import testing
 
-        return drain(cls)
+        return testing.drain(cls)
 
     @classmethod
     def perform_one(cls) -> Any:
-        from wurk.testing import perform_one
+        """Run and remove the oldest fake job; ``perform``'s return value."""
+        from wurk import testing
 
-        return perform_one(cls)
+        return testing.perform_one(cls)
 
     @classmethod
     def process_job(cls, job: dict[str, Any]) -> Any:
-        from wurk.testing import process_job
+        """Run one payload through the testing server chain."""
+        from wurk import testing
 
-        return process_job(cls, job)
+        return testing.process_job(cls, job)
 
     @classmethod
     def execute_job(cls, instance: Job, args: list[Any]) -> Any:
+        """The innermost call of an in-process run: ``instance.perform(*args)``."""
         return _run(instance.perform(*args))
 
     @staticmethod
     def clear_all() -> None:
-        from wurk.testing import queues
+        """Empty the fake store."""
+        from wurk import testing
 
-        queues.clear_all()
+        testing.clear_all()
 
     @staticmethod
     def drain_all() -> int:
-        from wurk.testing import drain_all
+        """Run fake jobs of every class until the store is empty."""
+        from wurk import testing
 
-        return drain_all()
+        return testing.drain_all()
 
 
 class JobFunction:

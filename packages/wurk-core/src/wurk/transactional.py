@@ -1,0 +1,49 @@
+"""The transaction-aware client: a push that waits for the database commit.
+
+A job enqueued inside a database transaction can run before the transaction
+commits — or after it rolled back — and find nothing. The transaction-aware
+client hands the Redis write to a ``defer`` function, which runs it once the
+surrounding transaction commits (and drops it on rollback). The jid is
+allocated at once, so code inside the transaction can record it.
+
+``defer`` is the framework's commit hook: ``django.db.transaction.on_commit``,
+or a function that registers an SQLAlchemy ``after_commit`` listener. Like the
+framework hooks, it must run the callback at once when no transaction is open.
+
+Bulk pushes and pushes that belong to a batch are never deferred: a batch
+counts its jobs when they are pushed, and deferring would desync its totals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wurk.client import Client
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+
+Defer = Callable[[Callable[[], object]], object]
+
+
+class TransactionAwareClient(Client):
+    def __init__(self, config: Config | None = None, *, defer: Defer, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.defer = defer
+
+    def push(self, item: Mapping[str, Any]) -> str | None:
+        if item.get("bid"):
+            return super().push(item)
+        pool = self._pool_for(item)
+        normed = self.normalize_item(item)  # refuse bad input now, not after the commit
+        self.defer(lambda: self.push_normalized(normed, pool))
+        return str(normed["jid"])
+
+
+def transactional_push(config: Config, defer: Defer) -> None:
+    """Make every job push through :class:`TransactionAwareClient` with ``defer``.
+
+    ``Job.set(client_class=wurk.Client)`` opts one push out again.
+    """
+    config.register("client_class", lambda cfg: TransactionAwareClient(cfg, defer=defer))
