@@ -370,7 +370,8 @@ def job(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
     """
 
     def wrap(function: Callable[..., Any]) -> JobFunction:
-        name = f"{function.__module__}.{function.__qualname__}"
+        module = wire.main_module_name() if function.__module__ == "__main__" else function.__module__
+        name = f"{module}.{function.__qualname__}"
 
         def perform(self: Job, *args: Any) -> Any:
             return function(*args)
