@@ -44,17 +44,26 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: f
 class Subprocess:
     """A real child process (a worker, a CLI) that tests can signal and reap."""
 
-    def __init__(self, args: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | Path | None = None):
+    def __init__(
+        self,
+        args: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        log: Path | None = None,
+    ):
+        """``log``: write the child's output to this file instead of a pipe
+        (a chatty child would block once a pipe's buffer fills)."""
         self.args = list(args)
+        self.log = log
         full_env = {**os.environ, **(env or {})}
-        self.proc = subprocess.Popen(
-            self.args,
-            env=full_env,
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        out = log.open("wb") if log is not None else subprocess.PIPE
+        try:
+            self.proc = subprocess.Popen(
+                self.args, env=full_env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        finally:
+            if log is not None:
+                out.close()  # type: ignore[union-attr]
 
     @classmethod
     def python(cls, *args: str, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Subprocess:
@@ -71,6 +80,9 @@ class Subprocess:
         return self.proc.wait(timeout)
 
     def output(self) -> str:
+        if self.log is not None:
+            self.proc.wait()
+            return self.log.read_text("utf-8", "replace")
         out, _ = self.proc.communicate()
         return out.decode("utf-8", "replace")
 

@@ -20,18 +20,75 @@ from wurk.errors import WurkError
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
-def _root(ctx: click.Context) -> None:
-    """Wurk: background jobs for Python on Sidekiq's Redis protocol."""
+def _root(ctx: click.Context, **flags: Any) -> None:
+    """Wurk: background jobs for Python on Sidekiq's Redis protocol.
+
+    Without a command, runs a worker: wurk -r app.py -q critical,2 -q default -c 10
+    """
     ctx.ensure_object(dict)
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        sys.exit(_run_worker(_config(ctx), flags))
+
+
+def _run_worker(config: Config, flags: dict[str, Any]) -> int:
+    import logging
+
+    from wurk import boot
+    from wurk.defaults import enter_server_mode
+    from wurk.runner import run_foreground
+
+    flags = {
+        "concurrency": flags.get("concurrency"),
+        "queues": list(flags.get("queues") or ()),
+        "require": flags.get("require"),
+        "timeout": flags.get("timeout"),
+        "environment": flags.get("environment"),
+        "tag": flags.get("tag"),
+        "config_file": flags.get("config_file"),
+        "verbose": flags.get("verbose") or None,
+    }
+    try:
+        options = boot.build_options(flags)
+        enter_server_mode(config)
+        boot.apply_options(config, options)
+        if options.get("verbose"):
+            config.logger.setLevel(logging.DEBUG)
+        boot.require_app(options["require"])
+        boot.validate(config)
+    except WurkError as exc:
+        click.echo(f"wurk: {exc}", err=True)
+        return 2
+    return run_foreground(config)
+
+
+def _queue_flags(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    from wurk.boot import queue_flag
+
+    try:
+        return tuple(queue_flag(value) for value in values)
+    except WurkError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+WORKER_OPTIONS = [
+    click.Option(["-c", "--concurrency"], type=int, help="Processor threads (default: RAILS_MAX_THREADS or 5)."),
+    click.Option(["-q", "--queue", "queues"], multiple=True, callback=_queue_flags, help="QUEUE[,WEIGHT]; repeatable."),
+    click.Option(["-r", "--require"], help="A .py file, a directory, or an importable module to load."),
+    click.Option(["-t", "--timeout"], type=int, help="Shutdown timeout in seconds (default 25)."),
+    click.Option(["-e", "--environment"], help="Application environment (default APP_ENV or development)."),
+    click.Option(["-g", "--tag"], help="Process tag shown in the dashboard."),
+    click.Option(["-C", "--config", "config_file"], help="YAML config file (default config/wurk.yml)."),
+    click.Option(["-v", "--verbose"], is_flag=True, default=None, help="Log at DEBUG level."),
+]
 
 
 def _config(ctx: click.Context) -> Config:
     obj: dict[str, Any] = ctx.ensure_object(dict)
     config = obj.get("config")
     if config is None:
-        config = obj["config"] = Config()
+        from wurk.defaults import default_config
+
+        config = obj["config"] = default_config()
     return config
 
 
@@ -73,6 +130,7 @@ def build(config: Config | None = None) -> click.Group:
     group = click.Group(
         "wurk",
         callback=click.pass_context(_root),
+        params=list(WORKER_OPTIONS),
         invoke_without_command=True,
         context_settings=CONTEXT_SETTINGS,
         help=_root.__doc__,
@@ -85,7 +143,9 @@ def build(config: Config | None = None) -> click.Group:
 
 
 def main(argv: list[str] | None = None) -> None:
-    config = Config()
+    from wurk.defaults import default_config
+
+    config = default_config()
     try:
         group = build(config)
     except WurkError as exc:

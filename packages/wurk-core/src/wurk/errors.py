@@ -37,3 +37,11 @@ class ScriptError(WurkError):
 
 class FrozenConfigError(WurkError, RuntimeError):
     """The configuration was changed after the worker froze it at boot."""
+
+
+class Shutdown(BaseException):
+    """The process is shutting down: unwind the job without booking a failure.
+
+    A BaseException, so that a job's ``except Exception`` cannot swallow it;
+    its job stays in the private list and goes back to its queue.
+    """

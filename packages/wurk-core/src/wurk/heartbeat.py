@@ -1,0 +1,193 @@
+"""The heartbeat: how a worker process shows up in ``processes`` and the Web UI.
+
+Once at start and then every 10 seconds it flushes the processed/failed/
+expired counters, rewrites the ``<identity>:work`` hash of running jobs, and
+refreshes the ``<identity>`` hash (60 s TTL) with every field Sidekiq 8
+writes, in one MULTI that also pops one remote signal from
+``<identity>-signals``. A Redis error during a beat is logged and the beat is
+skipped; the counts of a failed flush are kept for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from wurk import keys
+from wurk._version import __version__
+
+if TYPE_CHECKING:
+    from wurk.launcher import Launcher
+
+BEAT_PAUSE = 10.0
+PROCESS_TTL = 60
+DAILY_STAT_TTL = 5 * 365 * 24 * 60 * 60
+
+
+def rss_kb() -> int:
+    """Resident set size in kilobytes, from /proc (0 where unavailable)."""
+    try:
+        with open(f"/proc/{os.getpid()}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class Heartbeat:
+    def __init__(self, launcher: Launcher, on_signal: Callable[[str], None]) -> None:
+        self.launcher = launcher
+        self.config = launcher.config
+        self.identity = launcher.identity.identity
+        self.on_signal = on_signal
+        self.last_beat: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._info = json.dumps(self.info(), separators=(",", ":"), ensure_ascii=False)
+        self._pause = float(self.config.option("heartbeat_interval", BEAT_PAUSE))
+
+    def info(self) -> dict[str, Any]:
+        capsules = self.config.capsules
+        labels = sorted(str(label) for label in self.config.option("labels") or ())
+        queues = list(dict.fromkeys(name for capsule in capsules.values() for name in capsule.weights))
+        return {
+            "hostname": self.launcher.identity.hostname,
+            "started_at": self.launcher.started_at,
+            "pid": self.launcher.identity.pid,
+            "tag": self.config.option("tag") or "",
+            "concurrency": self.config.total_concurrency,  # read by Sidekiq 7's Web UI
+            "capsules": {
+                name: {"concurrency": c.concurrency, "mode": c.mode, "weights": c.weights}
+                for name, c in capsules.items()
+            },
+            "queues": queues,
+            "weights": [c.weights for c in capsules.values()],
+            "labels": labels,
+            "identity": self.identity,
+            "version": __version__,
+            "embedded": bool(self.launcher.embedded),
+        }
+
+    def start(self) -> None:
+        self.beat()
+        self._thread = threading.Thread(target=self._run, name="wurk-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._pause):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def beat(self) -> None:
+        try:
+            self._beat()
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "heartbeat"})
+
+    def _beat(self) -> None:
+        self.flush_stats()
+        for manager in self.launcher.managers:
+            manager.fetcher.flush_acks()
+        self._write_work()
+        pool = self.config.redis_pool
+        started = time.perf_counter()
+        pool.execute(lambda conn: conn.ping())
+        rtt_us = int((time.perf_counter() - started) * 1_000_000)
+        busy = sum(manager.busy() for manager in self.launcher.managers)
+        fields = {
+            "info": self._info,
+            "concurrency": self.config.total_concurrency,
+            "busy": busy,
+            "beat": repr(time.time()),
+            "rtt_us": rtt_us,
+            "quiet": "true" if self.launcher.quieted else "false",
+            "rss": rss_kb(),
+        }
+
+        def write(conn: Any) -> list[Any]:
+            pipe = conn.pipeline(transaction=True)
+            pipe.sadd(keys.PROCESSES, self.identity)
+            pipe.exists(self.identity)
+            pipe.hset(self.identity, mapping=fields)
+            pipe.expire(self.identity, PROCESS_TTL)
+            pipe.rpop(keys.process_signals(self.identity))
+            return pipe.execute()
+
+        _, existed, _, _, signal = pool.execute(write)
+        self.last_beat = time.time()
+        if not existed:
+            self.config.fire_event("heartbeat")
+        self.config.fire_event("beat")
+        if signal:
+            self.on_signal(signal.decode() if isinstance(signal, bytes) else signal)
+
+    def flush_stats(self) -> None:
+        processed, failed, expired = self.launcher.stats.swap()
+        if not (processed or failed or expired):
+            return
+        day = datetime.now(UTC).strftime("%Y-%m-%d")
+
+        def write(conn: Any) -> None:
+            pipe = conn.pipeline(transaction=False)
+            for stat, count in ((keys.STAT_PROCESSED, processed), (keys.STAT_FAILED, failed)):
+                pipe.incrby(stat, count)
+                pipe.incrby(keys.daily_stat(stat, day), count)
+                pipe.expire(keys.daily_stat(stat, day), DAILY_STAT_TTL)
+            if expired:
+                pipe.incrby(keys.STAT_EXPIRED, expired)
+                pipe.incrby(keys.daily_stat(keys.STAT_EXPIRED, day), expired)
+                pipe.expire(keys.daily_stat(keys.STAT_EXPIRED, day), DAILY_STAT_TTL)
+            pipe.execute()
+
+        try:
+            self.config.redis_pool.execute(write)
+        except Exception:
+            self.launcher.stats.restore(processed, failed, expired)
+            raise
+
+    def _write_work(self) -> None:
+        work_key = keys.process_work(self.identity)
+        entries = {
+            thread_id: json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+            for thread_id, state in list(self.launcher.work_state.items())
+        }
+
+        def write(conn: Any) -> None:
+            pipe = conn.pipeline(transaction=True)
+            pipe.unlink(work_key)
+            if entries:
+                pipe.hset(work_key, mapping=entries)
+                pipe.expire(work_key, PROCESS_TTL)
+            pipe.execute()
+
+        self.config.redis_pool.execute(write)
+
+    def clear(self) -> None:
+        """Leave ``processes`` at shutdown; the hash itself simply expires."""
+
+        def remove(conn: Any) -> None:
+            pipe = conn.pipeline(transaction=False)
+            pipe.srem(keys.PROCESSES, self.identity)
+            pipe.unlink(keys.process_work(self.identity))
+            pipe.execute()
+
+        try:
+            self.config.redis_pool.execute(remove)
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "heartbeat clear"})
+
+    def beat_quiet_then_clear(self) -> None:
+        """The last beat (showing ``quiet``) and then leave ``processes``."""
+        self.beat()
+        self.clear()

@@ -1,0 +1,112 @@
+"""A manager: the processors and the fetcher of one capsule in one process.
+
+It starts ``concurrency`` processor threads, replaces one that dies, and
+carries the two-phase stop: ``quiet`` stops fetching, ``stop(deadline)`` waits
+for running jobs, flushes acknowledgements, and gives back to their queues
+every job still in this process's private lists.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from wurk.errors import Shutdown
+from wurk.fetch import ReliableFetcher
+from wurk.processor import Processor, ProcessStats
+from wurk.retry import JobRetry
+
+if TYPE_CHECKING:
+    from wurk.capsule import Capsule
+    from wurk.identity import ProcessIdentity
+    from wurk.loop import LoopRunner
+
+
+class Manager:
+    def __init__(
+        self,
+        capsule: Capsule,
+        identity: ProcessIdentity,
+        stats: ProcessStats,
+        work_state: dict[str, Any],
+        loop: LoopRunner,
+    ) -> None:
+        self.capsule = capsule
+        self.config = capsule.config
+        self.stats = stats
+        self.work_state = work_state
+        self.loop = loop
+        fetch_class = self.config.option("fetch_class") or ReliableFetcher
+        self.fetcher = fetch_class(capsule, identity)
+        setup = self.config.option("fetch_setup")
+        if setup is not None:
+            setup(self.fetcher)
+        if hasattr(self.fetcher, "running"):
+            self.fetcher.running = self.running_jobs
+        self.retrier = JobRetry(self.config)
+        self._resolved: dict[str, type] = {}
+        self._lock = threading.Lock()
+        self._done = False
+        self.processors = [Processor(self, index) for index in range(capsule.concurrency)]
+
+    def resolve(self, name: str) -> type:
+        found = self._resolved.get(name)
+        if found is None:
+            found = self._resolved[name] = self.config.jobs.resolve(name)
+        return found
+
+    def start(self) -> None:
+        for processor in self.processors:
+            processor.start()
+
+    def running_jobs(self) -> set[tuple[str, str]]:
+        return {(p.current.private, p.current.job) for p in list(self.processors) if p.current is not None}
+
+    def busy(self) -> int:
+        return sum(1 for p in list(self.processors) if p.current is not None)
+
+    def processor_died(self, processor: Processor, exc: BaseException) -> None:
+        """Replace a processor whose thread ended on an unexpected error."""
+        with self._lock:
+            if self._done:
+                return
+            index = self.processors.index(processor)
+            replacement = Processor(self, index)
+            self.processors[index] = replacement
+        replacement.start()
+
+    def quiet(self) -> None:
+        with self._lock:
+            self._done = True
+        for processor in self.processors:
+            processor.terminate()
+
+    def stop(self, deadline: float) -> int:
+        """Wait for running jobs until ``deadline``, then requeue what is left.
+
+        Returns the number of jobs given back to their queues.
+        """
+        self.quiet()
+        for processor in self.processors:
+            remaining = deadline - time.monotonic()
+            if remaining > 0:
+                processor.thread.join(remaining)
+        self.fetcher.flush_acks()
+        requeued = int(self.fetcher.requeue_all())
+        for processor in self.processors:
+            if processor.alive:
+                _raise_in_thread(processor.thread, Shutdown)
+        return requeued
+
+
+def _raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> None:
+    """Ask a thread still running a job to unwind with ``exc_type``.
+
+    Its job has already gone back to its queue; the exception lands the next
+    time the thread runs Python code, so a job blocked in C may finish first.
+    """
+    ident = thread.ident
+    if ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc_type))

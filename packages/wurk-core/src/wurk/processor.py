@@ -1,0 +1,196 @@
+"""A processor: one thread that fetches a job, runs it, and acknowledges it.
+
+Each job goes through the dispatch onion, outermost first: the job logger,
+the global retry guard, stats, the reloader, instantiation, the local retry
+guard, the server middleware chain, and ``perform``. The one acknowledgement
+decision is made here: a job is acknowledged when it succeeded or when the
+retry layer booked its failure (:class:`~wurk.retry.Handled`); on a shutdown
+or an error the retry layer could not book, it stays in the private list.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from wurk import payload as wire
+from wurk.errors import RedisConnectionError, Shutdown
+from wurk.logger import tid, with_context
+from wurk.retry import Handled, Skip
+
+if TYPE_CHECKING:
+    from wurk.fetch import UnitOfWork
+    from wurk.manager import Manager
+
+FETCH_ERROR_PAUSE = 1.0
+
+
+class ProcessStats:
+    """Counts since the last heartbeat; the heartbeat swaps them out."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.processed = 0
+        self.failed = 0
+        self.expired = 0
+
+    def count(self, *, failed: bool = False) -> None:
+        with self._lock:
+            self.processed += 1
+            if failed:
+                self.failed += 1
+
+    def count_expired(self) -> None:
+        with self._lock:
+            self.expired += 1
+
+    def swap(self) -> tuple[int, int, int]:
+        with self._lock:
+            counts = (self.processed, self.failed, self.expired)
+            self.processed = self.failed = self.expired = 0
+        return counts
+
+    def restore(self, processed: int, failed: int, expired: int) -> None:
+        with self._lock:
+            self.processed += processed
+            self.failed += failed
+            self.expired += expired
+
+
+class Processor:
+    def __init__(self, manager: Manager, index: int) -> None:
+        self.manager = manager
+        self.capsule = manager.capsule
+        self.config = manager.capsule.config
+        self.fetcher = manager.fetcher
+        self.retrier = manager.retrier
+        self.current: UnitOfWork | None = None
+        self._done = False
+        self._chain = self.capsule.server_middleware
+        self._skip_logging = bool(self.config.option("skip_default_job_logging"))
+        self._logged = tuple(self.config.option("logged_job_attributes") or ())
+        self.thread = threading.Thread(target=self.run, name=f"wurk-processor-{self.capsule.name}-{index}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def terminate(self) -> None:
+        """Stop after the current job (quiet)."""
+        self._done = True
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def run(self) -> None:
+        try:
+            while not self._done:
+                self.process_one()
+        except Shutdown:
+            pass
+        except BaseException as exc:
+            self.config.handle_exception(exc, {"context": "processor"})
+            self.manager.processor_died(self, exc)
+
+    def process_one(self) -> None:
+        try:
+            uow = self.fetcher.retrieve_work()
+        except (RedisError, RedisConnectionError) as exc:
+            self.config.handle_exception(exc, {"context": "fetch"})
+            time.sleep(FETCH_ERROR_PAUSE)
+            return
+        if uow is None:
+            return
+        if self._done:  # quieted while this fetch was blocked: give the job back
+            self.fetcher.requeue([uow])
+            return
+        self.current = uow
+        try:
+            self.process(uow)
+        finally:
+            self.current = None
+
+    # -- one job --------------------------------------------------------------------
+
+    def process(self, uow: UnitOfWork) -> None:
+        jobstr = uow.job
+        try:
+            job = wire.loads(jobstr)
+            if not isinstance(job, dict):
+                raise ValueError(f"a job must be a JSON object, got {type(job).__name__}")
+        except ValueError as exc:
+            self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
+            self.retrier.kill_raw(jobstr)
+            uow.acknowledge()
+            return
+        ack = False
+        context = {"jid": job.get("jid"), "class": job.get("class")}
+        context.update({key: job.get(key) for key in self._logged})
+        with with_context(**context):
+            started = time.monotonic()
+            if not self._skip_logging:
+                self.config.logger.info("start")
+            try:
+                self.retrier.run_global(job, uow.queue, lambda: self._stats(job, jobstr, uow.queue))
+                ack = True
+                self._log_end("done", started)
+            except Skip:
+                ack = True
+                self._log_end("done", started)
+            except Handled as handled:
+                ack = True
+                self._log_end("fail", started)
+                cause = handled.__cause__ or handled
+                self.config.handle_exception(cause, {"context": "Job raised exception", "job": job})
+            except Shutdown:
+                self._log_end("interrupted", started)
+            except BaseException as exc:
+                # Past the retry layer (say Redis is down): leave the job in the
+                # private list, from where it goes back to its queue.
+                self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
+            finally:
+                if ack:
+                    uow.acknowledge()
+
+    def _log_end(self, word: str, started: float) -> None:
+        if not self._skip_logging:
+            self.config.logger.info("%s: %.3f sec", word, time.monotonic() - started)
+
+    def _stats(self, job: dict[str, Any], jobstr: str, queue: str) -> Any:
+        work = self.manager.work_state
+        me = tid()
+        work[me] = {"queue": queue, "payload": jobstr, "run_at": int(time.time())}
+        failed = False
+        try:
+            return self.config["reloader"](lambda: self._instantiate_and_run(job, queue))
+        except (Skip, Shutdown):
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            work.pop(me, None)
+            self.manager.stats.count(failed=failed)
+
+    def _instantiate_and_run(self, job: dict[str, Any], queue: str) -> Any:
+        job_class = self.manager.resolve(job["class"])
+        instance = job_class()
+        instance.jid = job.get("jid")
+        if job.get("bid"):
+            instance.bid = job["bid"]
+        return self.retrier.run_local(
+            job_class,
+            job,
+            queue,
+            lambda: self._chain.invoke(instance, job, queue, final=lambda: self._execute(instance, job["args"])),
+        )
+
+    def _execute(self, instance: Any, args: list[Any]) -> Any:
+        result = instance.perform(*args)
+        if inspect.isawaitable(result):
+            return self.manager.loop.run(result)
+        return result

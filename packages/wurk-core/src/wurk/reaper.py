@@ -1,0 +1,173 @@
+"""The reaper: gives the jobs of dead processes back to their queues.
+
+A process killed mid-job (SIGKILL, OOM, a vanished host) leaves its claimed
+jobs in private lists nobody will acknowledge. Every worker runs a reaper
+thread that finds such lists and moves their jobs, one by one and atomically,
+from the private list's tail to the public queue's tail, where the next fetch
+takes them:
+
+* at boot, one scoped sweep with no lock, so a replacement recovers its dead
+  sibling at once;
+* every ``super_fetch_reaper_interval`` (60 s) a scoped sweep of the queues
+  this process serves, and at most hourly a sweep of the whole keyspace (for
+  queues nobody serves any more) — each behind a ``SET NX EX`` lock, so one
+  process in the fleet sweeps per interval, leader or not.
+
+Whether an owner is dead is decided per list: on this host the kernel is
+asked (``kill(pid, 0)``; a permission error means alive); for another host,
+the owner is alive while its heartbeat hash exists (60 s TTL).
+
+Each recovered job is counted in ``super_fetch:recovered:<jid>`` (72 h). At
+the third recovery it is a poison pill: it goes to the dead set instead, and
+its copy is taken off the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from wurk import keys
+from wurk import payload as wire
+from wurk.identity import parse_private_queue
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk.identity import ProcessIdentity
+
+RECOVERY_THRESHOLD = 3
+RECOVERY_TTL = 72 * 60 * 60
+SCOPED_LOCK = "super_fetch:reaper"
+FULL_LOCK = "super_fetch:reaper:full"
+FULL_INTERVAL = 3600
+RECLAIM_BATCH = 100
+
+
+class Reaper:
+    def __init__(self, config: Config, identity: ProcessIdentity, queues: list[str]) -> None:
+        self.config = config
+        self.identity = identity
+        self.queues = queues
+        self.interval = float(config.option("super_fetch_reaper_interval", 60))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_full = 0.0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="wurk-reaper", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        self._guarded(self.sweep)  # the boot sweep: no lock, our dead sibling's jobs come back now
+        while not self._stop.wait(self.interval):
+            self._guarded(self.periodic)
+
+    def _guarded(self, action: Any) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "reaper"})
+
+    def periodic(self) -> int:
+        conn = self.config.redis_pool.client
+        moved = 0
+        if conn.set(SCOPED_LOCK, "1", nx=True, ex=max(1, int(self.interval))):
+            moved += self.sweep()
+        if time.monotonic() - self._last_full >= FULL_INTERVAL and conn.set(FULL_LOCK, "1", nx=True, ex=FULL_INTERVAL):
+            self._last_full = time.monotonic()
+            moved += self.sweep(full=True)
+        return moved
+
+    def sweep(self, *, full: bool = False) -> int:
+        """Reclaim every dead owner's private lists; the number of jobs moved."""
+        conn = self.config.redis_pool.client
+        patterns = ["queue:*|*"] if full else [f"queue:{_escape(queue)}|*" for queue in self.queues]
+        moved = 0
+        for pattern in patterns:
+            for raw_key in conn.scan_iter(match=pattern, count=500):
+                key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+                owner = parse_private_queue(key)
+                if owner is None:
+                    continue
+                queue, host, pid, nonce = owner
+                if (host, pid, nonce) == (self.identity.hostname, self.identity.pid, self.identity.nonce):
+                    continue
+                if not self.alive(conn, host, pid, nonce):
+                    moved += self.reclaim(conn, key, queue)
+        return moved
+
+    def alive(self, conn: Any, host: str, pid: int, nonce: str) -> bool:
+        if host == self.identity.hostname:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            return True
+        return bool(conn.exists(f"{host}:{pid}:{nonce}"))
+
+    def reclaim(self, conn: Any, private: str, queue: str) -> int:
+        moved = 0
+        script_keys = [private, keys.queue(queue), keys.DEAD]
+        while True:
+            now = time.time()
+            args = [
+                RECOVERY_THRESHOLD,
+                RECOVERY_TTL,
+                repr(now),
+                int(self.config["dead_timeout_in_seconds"]),
+                int(self.config["dead_max_jobs"]),
+                RECLAIM_BATCH,
+            ]
+            result = self.config.scripts.call("core.reclaim", conn, script_keys, args)
+            for index in range(0, len(result), 2):
+                job = result[index]
+                self.report(job.decode() if isinstance(job, bytes) else job, int(result[index + 1]), queue)
+            moved += len(result) // 2
+            if len(result) // 2 < RECLAIM_BATCH:
+                break
+        if moved:
+            self.config.logger.warning("recovered %s job(s) of a dead process from %s", moved, private)
+        return moved
+
+    def report(self, jobstr: str, count: int, queue: str) -> str:
+        """Tell statsd and the callbacks about one recovery: ``"poison"`` or ``"recovered"``."""
+        callback = self.config.option("super_fetch_callback")
+        if count < RECOVERY_THRESHOLD:
+            self.config.statsd_increment("jobs.recovered.fetch")
+            self._call(callback, jobstr, None)
+            return "recovered"
+        try:
+            job = wire.loads(jobstr)
+        except ValueError:
+            job = {}
+        pill = {"jid": job.get("jid"), "klass": job.get("class"), "count": count, "queue": queue}
+        self.config.statsd_increment("jobs.poison")
+        self.config.logger.error(
+            "poison pill: %s %s recovered %s times, moved to the dead set", pill["klass"], pill["jid"], count
+        )
+        for on_poison in list(self.config.option("poison_callbacks") or ()):
+            self._call(on_poison, pill)
+        self._call(callback, jobstr, pill)
+        return "poison"
+
+    def _call(self, callback: Any, *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "poison pill callback"})
+
+
+def _escape(pattern: str) -> str:
+    """Escape glob characters in a queue name for SCAN MATCH."""
+    return "".join(f"\\{char}" if char in "*?[]\\" else char for char in pattern)

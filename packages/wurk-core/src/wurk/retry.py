@@ -1,0 +1,250 @@
+"""What happens when a job raises: retries, backoff, the dead set, death handlers.
+
+Two guards wrap every job. The *global* guard is outermost and needs no job
+instance, so it also catches a class that cannot be found; the *local* guard
+runs once the instance exists, so the class's ``retry_in`` and
+``retries_exhausted`` hooks can take part. Either way the failure is booked —
+a retry scheduled, the job killed into the dead set, or discarded — and then
+:class:`Handled` tells the processor to acknowledge the job. A
+:class:`~wurk.errors.Shutdown` (or any exception caused by one) is never
+booked: it propagates and the job stays in the private list.
+
+The payload fields, their order and units, the backoff formula and the dead
+set's trims are Sidekiq 8's, so a Ruby process and the Sidekiq Web UI read
+these entries as their own.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import time
+import traceback
+import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from wurk import keys
+from wurk import payload as wire
+from wurk.errors import Shutdown
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+
+DEFAULT_MAX_RETRIES = 25
+MAX_MESSAGE_CHARS = 10_000
+KILLED_BY_API = "Job killed by API"
+
+
+class Handled(Exception):
+    """The failure is booked (or the job handled itself): acknowledge it."""
+
+
+class Skip(Handled):
+    """A middleware took care of the job itself (re-enqueued it, say): acknowledge
+    it without booking a failure."""
+
+
+def retries_enabled(value: Any) -> bool:
+    """``retry: 0`` still books (straight to the dead set); only false and
+    missing mean no retry, as in Ruby, where 0 is true."""
+    return value is not None and value is not False
+
+
+def caused_by_shutdown(exc: BaseException, depth: int = 0) -> bool:
+    """True when ``exc`` is a shutdown or was raised while handling one."""
+    if isinstance(exc, Shutdown):
+        return True
+    if depth > 10:
+        return False
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and caused_by_shutdown(cause, depth + 1)
+
+
+def error_class_name(exc: BaseException) -> str:
+    kind = type(exc)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def error_message(exc: BaseException) -> str:
+    """The message, cut to 10,000 characters, as valid UTF-8."""
+    text = str(exc)[:MAX_MESSAGE_CHARS]
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def backtrace_lines(exc: BaseException) -> list[str]:
+    """The traceback, innermost call first, one ``file:line:in 'function'`` a line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f"{frame.filename}:{frame.lineno}:in '{frame.name}'" for frame in reversed(frames)]
+
+
+def compress_backtrace(lines: list[str]) -> str:
+    """base64 (no newlines) of a zlib stream of the JSON array of lines."""
+    return base64.b64encode(zlib.compress(json.dumps(lines).encode("utf-8"))).decode("ascii")
+
+
+def decompress_backtrace(data: str) -> list[str]:
+    return json.loads(zlib.decompress(base64.b64decode(data)))
+
+
+def default_delay(count: int) -> float:
+    return count**4 + 15
+
+
+def jitter(count: int) -> int:
+    return random.randrange(10 * (count + 1))
+
+
+def morgue(config: Config, conn: Any, jobstr: str, now: float | None = None) -> None:
+    """Add a job to the dead set and trim it by age and by size, in one MULTI."""
+    now = time.time() if now is None else now
+    pipe = conn.pipeline(transaction=True)
+    pipe.zadd(keys.DEAD, {jobstr: now})
+    pipe.zremrangebyscore(keys.DEAD, "-inf", now - int(config["dead_timeout_in_seconds"]))
+    pipe.zremrangebyrank(keys.DEAD, 0, -int(config["dead_max_jobs"]))
+    pipe.execute()
+
+
+class JobRetry:
+    """Books failures for one capsule's processors."""
+
+    def __init__(self, config: Config, resolve: Callable[[str], type] | None = None) -> None:
+        self.config = config
+        self.resolve = resolve or config.jobs.resolve
+
+    # -- the guards ---------------------------------------------------------------
+
+    def run_global(self, job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
+        try:
+            return body()
+        except (Handled, Shutdown):
+            raise
+        except BaseException as exc:
+            if caused_by_shutdown(exc):
+                raise Shutdown() from exc
+            if retries_enabled(job.get("retry")):
+                self.process_retry(None, job, queue, exc)
+            else:
+                self.run_death_handlers(job, exc)
+            raise Handled() from exc
+
+    def run_local(self, job_class: type, job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
+        try:
+            return body()
+        except (Handled, Shutdown):
+            raise
+        except BaseException as exc:
+            if caused_by_shutdown(exc):
+                raise Shutdown() from exc
+            if job.get("retry") is None:
+                job["retry"] = job_class.get_options(self.config).get("retry", True)
+            if not retries_enabled(job["retry"]):
+                raise  # the global guard runs the death handlers
+            self.process_retry(job_class, job, queue, exc)
+            raise Handled() from exc
+
+    # -- booking ------------------------------------------------------------------------
+
+    def process_retry(self, job_class: type | None, job: dict[str, Any], queue: str, exc: BaseException) -> None:
+        if job_class is None:
+            job_class = self._try_resolve(job.get("class"))
+        retry = job.get("retry")
+        max_attempts = retry if type(retry) is int else int(self.config.option("max_retries", DEFAULT_MAX_RETRIES))
+        job["queue"] = job.get("retry_queue") or queue
+        job["error_message"] = error_message(exc)
+        job["error_class"] = error_class_name(exc)
+        now_ms = wire.now_ms()
+        if "retry_count" in job:
+            job["retried_at"] = now_ms
+            job["retry_count"] = int(job["retry_count"]) + 1
+        else:
+            job["failed_at"] = now_ms
+            job["retry_count"] = 0
+        self._stamp_backtrace(job, exc)
+        count = job["retry_count"]
+        if self._exhausted(job, count, max_attempts):
+            self.retries_exhausted(job_class, job, exc)
+            return
+        action, delay = self._delay_for(job_class, count, exc, job)
+        if action == "discard":
+            job["discarded_at"] = wire.now_ms()
+            self.run_death_handlers(job, exc)
+            return
+        if action == "kill":
+            self.retries_exhausted(job_class, job, exc)
+            return
+        score = time.time() + delay + jitter(count)
+        member = wire.dumps(job)
+        self.config.redis_pool.execute(lambda conn: conn.zadd(keys.RETRY, {member: score}))
+        self.config.statsd_increment("jobs.retried")
+
+    def _stamp_backtrace(self, job: dict[str, Any], exc: BaseException) -> None:
+        wanted = job.get("backtrace")
+        if not wanted:
+            return
+        lines = self.config["backtrace_cleaner"](backtrace_lines(exc))
+        if type(wanted) is int:
+            lines = lines[:wanted]
+        job["error_backtrace"] = compress_backtrace(list(lines))
+
+    @staticmethod
+    def _exhausted(job: dict[str, Any], count: int, max_attempts: int) -> bool:
+        retry_for = job.get("retry_for")
+        if retry_for is not None:
+            failed_at = job.get("failed_at", wire.now_ms())
+            failed_at_s = failed_at / 1000.0 if isinstance(failed_at, int) else float(failed_at)
+            return failed_at_s + float(retry_for) < time.time()
+        return count >= max_attempts
+
+    def _delay_for(
+        self, job_class: type | None, count: int, exc: BaseException, job: dict[str, Any]
+    ) -> tuple[str | None, float]:
+        hook = getattr(job_class, "retry_in", None)
+        if hook is None:
+            return None, default_delay(count)
+        try:
+            answer = hook(count, exc, job)
+        except Exception as hook_exc:
+            self.config.handle_exception(hook_exc, {"context": "Failure scheduling retry via retry_in", "job": job})
+            return None, default_delay(count)
+        if answer in ("discard", "kill"):
+            return str(answer), 0.0
+        if isinstance(answer, int | float) and not isinstance(answer, bool) and int(answer) > 0:
+            return None, float(int(answer))
+        return None, default_delay(count)
+
+    def retries_exhausted(self, job_class: type | None, job: dict[str, Any], exc: BaseException) -> None:
+        discard = False
+        hook = getattr(job_class, "retries_exhausted", None)
+        if hook is not None:
+            try:
+                discard = hook(job, exc) == "discard"
+            except Exception as hook_exc:
+                self.config.handle_exception(hook_exc, {"context": "Error calling retries_exhausted", "job": job})
+        if discard or job.get("dead") is False:
+            job["discarded_at"] = wire.now_ms()
+        else:
+            member = wire.dumps(job)
+            self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
+        self.run_death_handlers(job, exc)
+
+    def run_death_handlers(self, job: dict[str, Any], exc: BaseException) -> None:
+        for handler in list(self.config.death_handlers):
+            try:
+                handler(job, exc)
+            except Exception as handler_exc:
+                self.config.handle_exception(handler_exc, {"context": "Error calling death handler", "job": job})
+
+    def kill_raw(self, jobstr: str) -> None:
+        """A payload nobody can parse goes to the dead set as it is."""
+        self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, jobstr))
+
+    def _try_resolve(self, name: Any) -> type | None:
+        if not isinstance(name, str):
+            return None
+        try:
+            return self.resolve(name)
+        except Exception:
+            return None

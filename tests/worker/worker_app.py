@@ -1,0 +1,83 @@
+"""The application the worker tests run: jobs that leave evidence in Redis.
+
+Loaded by real ``wurk`` worker processes (``-r tests.worker.worker_app``) and
+imported by the tests to enqueue. Timing knobs come from the environment so
+each test can make heartbeats, the scheduler and elections fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import redis
+
+import wurk
+
+
+def evidence() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+@wurk.configure_server
+def tune(config):
+    for option, variable in (
+        ("poll_interval_average", "TEST_POLL_INTERVAL"),
+        ("heartbeat_interval", "TEST_HEARTBEAT_INTERVAL"),
+        ("leader_ttl", "TEST_LEADER_TTL"),
+        ("leader_renew_interval", "TEST_LEADER_RENEW"),
+        ("leader_follower_interval", "TEST_LEADER_FOLLOWER"),
+        ("super_fetch_reaper_interval", "TEST_REAPER_INTERVAL"),
+    ):
+        if os.environ.get(variable):
+            config[option] = float(os.environ[variable])
+    config.death_handlers.append(
+        lambda job, exc: evidence().rpush("deaths", json.dumps([job["jid"], type(exc).__name__]))
+    )
+
+
+class Record(wurk.Job):
+    """Counts its executions per argument."""
+
+    def perform(self, key):
+        evidence().hincrby("executions", str(key), 1)
+
+
+class Slow(wurk.Job):
+    def perform(self, key, seconds):
+        evidence().rpush("started", str(key))
+        time.sleep(seconds)
+        evidence().hincrby("executions", str(key), 1)
+
+
+class Boom(wurk.Job, retry=2, backtrace=3):
+    def perform(self, key):
+        raise ValueError(f"boom {key}")
+
+
+class NoRetry(wurk.Job, retry=False):
+    def perform(self, key):
+        raise RuntimeError("no retry for me")
+
+
+class DeadNow(wurk.Job, retry=0):
+    def perform(self, key):
+        raise KeyError("straight to the dead set")
+
+
+class Killer(wurk.Job):
+    """Kills the process that runs it: a poison pill."""
+
+    def perform(self, key):
+        evidence().hincrby("executions", str(key), 1)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class AsyncRecord(wurk.Job):
+    async def perform(self, key):
+        import asyncio
+
+        await asyncio.sleep(0.01)
+        evidence().hincrby("executions", str(key), 1)
