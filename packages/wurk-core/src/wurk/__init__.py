@@ -6,12 +6,15 @@ from wurk._version import __version__
 from wurk.client import Client
 from wurk.config import Config
 from wurk.defaults import configure_client, configure_server, default_config, set_default_config
+from wurk.embed import configure_embed
 from wurk.errors import (
     ConfigurationError,
     FrozenConfigError,
+    Interrupted,
     PluginError,
     RedisConnectionError,
     ScriptError,
+    Shutdown,
     UnknownOptionError,
     WurkError,
 )
@@ -28,16 +31,19 @@ __all__ = [
     "Config",
     "ConfigurationError",
     "FrozenConfigError",
+    "Interrupted",
     "InvalidJobError",
     "Job",
     "PluginError",
     "RedisConnectionError",
     "ScriptError",
     "ServerMiddleware",
+    "Shutdown",
     "UnknownOptionError",
     "WurkError",
     "__version__",
     "configure_client",
+    "configure_embed",
     "configure_server",
     "default_config",
     "hookimpl",

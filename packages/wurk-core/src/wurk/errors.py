@@ -45,3 +45,9 @@ class Shutdown(BaseException):
     A BaseException, so that a job's ``except Exception`` cannot swallow it;
     its job stays in the private list and goes back to its queue.
     """
+
+
+class Interrupted(WurkError):
+    """Raised by a job that stops early on purpose (an iterable job at a
+    checkpoint, a cooperative cancel): its job goes back to the front of its
+    queue unchanged, with no retry booked."""

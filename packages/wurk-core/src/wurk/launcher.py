@@ -47,6 +47,7 @@ class Launcher:
             config["identity"] = self.identity.identity
         self.started_at = time.time()
         self.stats = ProcessStats()
+        config.register("process_stats", self.stats)
         self.work_state: dict[str, Any] = {}
         self.loop = LoopRunner()
         self.quieted = False
@@ -57,6 +58,7 @@ class Launcher:
         self.heartbeat: Heartbeat | None = None
         self.poller: Poller | None = None
         self.leader = Leader(config, self.identity.identity)
+        self.health: Any = None
         self.extras: list[Any] = []
 
     def run(self) -> None:
@@ -82,6 +84,13 @@ class Launcher:
         reaper.start()
         self.leader.start()
         self.extras += [reaper, self.leader]
+        options = config.option("health_check_options")
+        if options:  # last, so "ready" means everything above is running
+            from wurk.health import HealthCheck
+
+            self.health = HealthCheck(self, **options)
+            self.health.start()
+            self.extras.append(self.health)
         config.logger.info(
             "Wurk %s starting %s threads on %s",
             self.identity.identity,

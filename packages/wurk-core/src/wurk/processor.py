@@ -21,6 +21,7 @@ from wurk import payload as wire
 from wurk.errors import RedisConnectionError, Shutdown
 from wurk.logger import tid, with_context
 from wurk.retry import Handled, Skip
+from wurk.server_middleware import current_jobstr
 
 if TYPE_CHECKING:
     from wurk.fetch import UnitOfWork
@@ -128,6 +129,7 @@ class Processor:
             uow.acknowledge()
             return
         ack = False
+        current_jobstr.set(jobstr)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})
         with with_context(**context):

@@ -1,0 +1,53 @@
+"""Core's built-in server middleware, registered by the ``core`` plugin.
+
+* :class:`InterruptHandler`, outermost: a job that raises
+  :class:`~wurk.errors.Interrupted` goes back, byte for byte as it was
+  fetched, to the end of its queue that the next fetch takes from, and the
+  processor acknowledges the old copy without booking a retry. It must stay
+  outermost, so no other middleware swallows the interruption.
+* :class:`Expiry`: a job whose ``expiry`` (stamped from ``expires_in`` at push
+  time) has passed is dropped before ``perform``. It still counts as
+  processed, and also as expired (``stat:expired``, statsd ``jobs.expired``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from wurk import keys
+from wurk.errors import Interrupted
+from wurk.middleware import ServerMiddleware
+from wurk.retry import Skip
+
+#: The job JSON exactly as fetched, for the job running in this context.
+current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
+
+
+class InterruptHandler(ServerMiddleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        try:
+            return call_next()
+        except Interrupted:
+            jobstr = current_jobstr.get()
+            if jobstr is None:
+                raise
+            self.redis_pool.execute(lambda conn: conn.rpush(keys.queue(queue), jobstr))
+            raise Skip() from None
+
+
+class Expiry(ServerMiddleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        expiry = job.get("expiry")
+        if expiry is None or time.time() <= float(expiry):
+            return call_next()
+        config = getattr(self.config, "config", self.config)  # a capsule's chain holds the capsule
+        if config is not None:
+            stats = config.lookup("process_stats")
+            if stats is not None:
+                stats.count_expired()
+            config.statsd_increment("jobs.expired")
+        self.logger.info("expired: %s was due to run before %s", job.get("jid"), expiry)
+        return None

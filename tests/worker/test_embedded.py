@@ -1,0 +1,136 @@
+"""An in-process launcher: embedded mode, the built-in middleware, the health check."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import wurk
+from tests.helpers import wait_for
+from wurk.embedded import free_port
+
+
+class Note(wurk.Job):
+    def perform(self, key):
+        wurk.default_config().redis_pool.client.hincrby("executions", str(key), 1)
+
+
+class Expiring(wurk.Job, expires_in=60):
+    def perform(self, key):
+        wurk.default_config().redis_pool.client.hincrby("executions", str(key), 1)
+
+
+class Interruptible(wurk.Job):
+    def perform(self, key):
+        conn = wurk.default_config().redis_pool.client
+        if conn.hincrby("executions", str(key), 1) == 1:
+            raise wurk.Interrupted("checkpoint reached")
+
+
+@pytest.fixture
+def embedded(config):
+    events = []
+    config.on("startup")(lambda: events.append("startup"))
+    config.on("quiet")(lambda: events.append("quiet"))
+    config.on("shutdown")(lambda: events.append("shutdown-first-registered"))
+    config.on("shutdown")(lambda: events.append("shutdown-last-registered"))
+    config.on("exit")(lambda: events.append("exit"))
+    config["heartbeat_interval"] = 0.3
+    config["poll_interval_average"] = 0.2
+    instance = wurk.configure_embed(lambda cfg: cfg.update({"queues": ["default"]}))
+    instance.events = events
+    yield instance
+    instance.stop()
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_embedded_runs_jobs_and_stops_in_order(embedded, redis):
+    assert embedded.config.concurrency == 2
+    embedded.run()
+    Note.perform_async("a")
+    wait_for(lambda: redis.hget("executions", "a") == b"1")
+    identity = embedded.launcher.identity.identity
+    wait_for(lambda: redis.hget(identity, "info"))
+    assert json.loads(redis.hget(identity, "info"))["embedded"] is True
+    with pytest.raises(wurk.FrozenConfigError):
+        wurk.configure_embed()
+    embedded.stop()
+    assert embedded.events == [
+        "startup",
+        "quiet",
+        "shutdown-last-registered",
+        "shutdown-first-registered",
+        "exit",
+    ]
+    assert redis.sismember("processes", identity) == 0
+
+
+def test_expired_jobs_are_dropped_and_counted(embedded, redis):
+    jid = Expiring.perform_async("late")
+    stored = redis.lpop("queue:default")
+    job = json.loads(stored)
+    job["expiry"] = time.time() - 1
+    redis.rpush("queue:default", json.dumps(job))
+    Expiring.perform_async("in time")
+    embedded.run()
+    wait_for(lambda: redis.hget("executions", "in time") == b"1")
+    embedded.stop()
+    assert redis.hget("executions", "late") is None
+    assert int(redis.get("stat:expired")) == 1
+    assert int(redis.get("stat:processed")) == 2
+    assert jid
+
+
+def test_an_interrupted_job_goes_back_unchanged_and_runs_again(embedded, redis):
+    jid = Interruptible.perform_async("resumable")
+    embedded.run()
+    wait_for(lambda: redis.hget("executions", "resumable") == b"2")
+    embedded.stop()
+    assert redis.zcard("retry") == 0
+    assert int(redis.get("stat:failed") or 0) == 0
+    assert jid
+
+
+def test_health_check_endpoints(config, redis):
+    port = free_port()
+    config.health_check(port=port, bind="127.0.0.1", ready_window=5)
+    config["heartbeat_interval"] = 0.3
+    instance = wurk.configure_embed()
+    instance.run()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert get(f"{base}/live") == (200, {"status": "live"})
+        status, body = get(f"{base}/ready")
+        assert (status, body["status"]) == (200, "ready")
+        assert get(f"{base}/nope")[0] == 404
+        request = urllib.request.Request(f"{base}/live", method="POST")
+        try:
+            urllib.request.urlopen(request, timeout=5)
+        except urllib.error.HTTPError as error:
+            assert error.code == 405
+        instance.quiet()
+        assert get(f"{base}/live") == (503, {"status": "quiet"})
+    finally:
+        instance.stop()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/live", timeout=2)
+
+
+def test_health_check_options_are_validated(config):
+    with pytest.raises(wurk.ConfigurationError, match="port"):
+        config.health_check(port=70000)
+    with pytest.raises(wurk.ConfigurationError, match="ready_window"):
+        config.health_check(port=0, ready_window=0)
+    with pytest.raises(wurk.ConfigurationError, match="bind"):
+        config.health_check(port=0, bind="")
