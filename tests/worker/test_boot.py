@@ -113,7 +113,7 @@ def test_require_loads_files_and_modules(tmp_path):
 
     with pytest.raises(ConfigurationError, match="no such file"):
         boot.require_app(str(tmp_path / "missing.py"))
-    with pytest.raises(ConfigurationError, match="not a .py file"):
+    with pytest.raises(ConfigurationError, match=r"not a \.py file"):
         boot.require_app("no_such_module_anywhere")
 
 

@@ -115,10 +115,9 @@ def test_health_check_endpoints(config, redis):
         assert (status, body["status"]) == (200, "ready")
         assert get(f"{base}/nope")[0] == 404
         request = urllib.request.Request(f"{base}/live", method="POST")
-        try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
-        except urllib.error.HTTPError as error:
-            assert error.code == 405
+        assert refused.value.code == 405
         instance.quiet()
         assert get(f"{base}/live") == (503, {"status": "quiet"})
     finally:
