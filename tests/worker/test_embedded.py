@@ -52,7 +52,8 @@ def get(url):
         with urllib.request.urlopen(url, timeout=5) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        with error:
+            return error.code, json.loads(error.read())
 
 
 def test_embedded_runs_jobs_and_stops_in_order(embedded, redis):
@@ -118,6 +119,7 @@ def test_health_check_endpoints(config, redis):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=5)
         assert refused.value.code == 405
+        refused.value.close()
         instance.quiet()
         assert get(f"{base}/live") == (503, {"status": "quiet"})
     finally:
