@@ -36,6 +36,8 @@ def tune(config):
     config.death_handlers.append(
         lambda job, exc: evidence().rpush("deaths", json.dumps([job["jid"], type(exc).__name__]))
     )
+    config.on_poison(lambda pill: evidence().rpush("poisoned", json.dumps(pill)))
+    config.super_fetch(lambda jobstr, pill: evidence().rpush("recoveries", "poison" if pill else "recovered"))
 
 
 class Record(wurk.Job):
