@@ -252,8 +252,8 @@ class ReliableFetcher:
             jobs = [j.decode() if isinstance(j, bytes) else j for j in conn.lrange(private, 0, -1)]
             leftovers = [job for job in jobs if (private, job) not in in_flight]
             if leftovers:
-                # Oldest first: the private list's tail is the oldest claim.
-                leftovers.reverse()
+                # Newest claim first, so the oldest ends up at the queue's tail
+                # and is fetched first again.
                 moved += int(self.scripts.call("core.requeue", conn, [private, keys.queue(name)], leftovers))
         return moved
 

@@ -53,7 +53,7 @@ class Reaper:
         self.interval = float(config.option("super_fetch_reaper_interval", 60))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_full = 0.0
+        self._last_full = float("-inf")  # the first periodic pass may sweep everything
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="wurk-reaper", daemon=True)

@@ -1,0 +1,184 @@
+"""Reliable fetch, the reaper and the scheduler's pieces, each against a real server."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from wurk.fetch import ReliableFetcher
+from wurk.identity import ProcessIdentity, parse_private_queue
+from wurk.reaper import Reaper
+from wurk.scheduled import Poller, cleanup_processes
+
+
+def fetcher_for(config, *queues, concurrency=1):
+    config.concurrency = concurrency
+    config.queues = list(queues)
+    config["fetch_poll_interval"] = 0.2
+    return ReliableFetcher(config.default_capsule, ProcessIdentity.current())
+
+
+def push(redis, queue, *jobs):
+    for job in jobs:
+        redis.lpush(f"queue:{queue}", json.dumps({"jid": job, "queue": queue, "class": "X", "args": []}))
+
+
+def jid_of(uow):
+    return json.loads(uow.job)["jid"]
+
+
+def test_a_fetched_job_lives_in_the_private_list_until_acknowledged(config, redis):
+    fetcher = fetcher_for(config, "default")
+    push(redis, "default", "one")
+    uow = fetcher.retrieve_work()
+    assert jid_of(uow) == "one"
+    assert uow.private == fetcher.identity.private_queue("default")
+    assert parse_private_queue(uow.private)[1:] == (
+        fetcher.identity.hostname,
+        fetcher.identity.pid,
+        fetcher.identity.nonce,
+    )
+    assert redis.llen("queue:default") == 0
+    assert redis.lrange(uow.private, 0, -1) == [uow.job.encode()]
+    uow.acknowledge()
+    assert redis.llen(uow.private) == 1  # the LREM waits for the next round trip
+    fetcher.flush_acks()
+    assert redis.llen(uow.private) == 0
+
+
+def test_strict_order_takes_oldest_first_and_skips_paused_queues(config, redis):
+    fetcher = fetcher_for(config, "critical", "default")
+    push(redis, "default", "d1", "d2")
+    push(redis, "critical", "c1")
+    assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["c1", "d1", "d2"]
+    redis.sadd("paused", "critical")
+    push(redis, "critical", "c2")
+    push(redis, "default", "d3")
+    assert jid_of(fetcher.retrieve_work()) == "d3"
+    time.sleep(1.1)  # the paused cache refreshes after a second
+    assert fetcher.retrieve_work() is None  # critical is paused, default is empty
+    assert redis.llen("queue:critical") == 1
+
+
+def test_weighted_and_random_orders(config):
+    fetcher = fetcher_for(config, "a,6", "b,3", "c,1")
+    firsts = collections.Counter(fetcher.queue_order()[0] for _ in range(3000))
+    assert firsts["a"] > firsts["b"] > firsts["c"] > 0
+    assert sorted(fetcher.queue_order()) == ["a", "b", "c"]
+    random_fetcher = fetcher_for(config, "a,1", "b,1")
+    assert random_fetcher._mode == "random"
+    assert {tuple(random_fetcher.queue_order()) for _ in range(200)} == {("a", "b"), ("b", "a")}
+
+
+def test_one_round_trip_claims_for_every_waiting_thread(config, redis):
+    fetcher = fetcher_for(config, "default", concurrency=4)
+    push(redis, "default", *[f"j{n}" for n in range(6)])
+    fetcher._waiting = 3  # three other threads are waiting too
+    first = fetcher.retrieve_work()
+    assert jid_of(first) == "j0"
+    assert len(fetcher._local) == 3
+    assert redis.llen(fetcher.identity.private_queue("default")) == 4
+    assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["j1", "j2", "j3"]
+
+
+def test_requeue_all_gives_everything_back_oldest_at_the_tail(config, redis):
+    fetcher = fetcher_for(config, "default", concurrency=3)
+    push(redis, "default", "a", "b", "c", "fresh")
+    running = [fetcher.retrieve_work() for _ in range(3)]
+    running[1].acknowledge()  # finished in time
+    assert fetcher.requeue_all() == 2
+    remaining = [json.loads(item)["jid"] for item in redis.lrange("queue:default", 0, -1)]
+    assert remaining == ["fresh", "c", "a"]  # the tail is fetched next: "a" first
+    assert redis.llen(fetcher.identity.private_queue("default")) == 0
+
+
+def test_a_lost_reply_is_reconciled(config, redis):
+    fetcher = fetcher_for(config, "default")
+    push(redis, "default", "kept", "lost")
+    kept = fetcher.retrieve_work()
+    fetcher.running = lambda: {(kept.private, kept.job)}
+    redis.lmove("queue:default", kept.private, "RIGHT", "LEFT")  # a claim whose reply never arrived
+    fetcher._suspect = True
+    assert fetcher.retrieve_work() is not None  # the reconcile put "lost" back, then fetched it
+    assert redis.lrange(kept.private, 0, -1)[-1] == kept.job.encode()
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_the_reaper_reclaims_dead_owners_only(config, redis):
+    me = ProcessIdentity.current()
+    reaper = Reaper(config, me, ["default"])
+    dead_local = f"queue:default|{me.hostname}|{dead_pid()}|aaaaaaaaaaaa|0"
+    alive_local = f"queue:default|{me.hostname}|{os.getppid()}|bbbbbbbbbbbb|0"
+    gone_remote = "queue:default|elsewhere|4242|cccccccccccc|0"
+    live_remote = "queue:default|elsewhere|4343|dddddddddddd|0"
+    for key, jid in ((dead_local, "d1"), (alive_local, "a1"), (gone_remote, "g1"), (live_remote, "l1")):
+        redis.lpush(key, json.dumps({"jid": jid, "class": "X", "args": []}))
+    redis.hset("elsewhere:4343:dddddddddddd", "info", "{}")  # a heartbeat: that owner is alive
+    redis.lpush(me.private_queue("default"), json.dumps({"jid": "mine"}))
+    assert reaper.sweep() == 2
+    assert sorted(json.loads(item)["jid"] for item in redis.lrange("queue:default", 0, -1)) == ["d1", "g1"]
+    assert redis.llen(alive_local) == redis.llen(live_remote) == redis.llen(me.private_queue("default")) == 1
+    assert redis.get("super_fetch:recovered:d1") == b"1"
+
+
+def test_the_full_sweep_finds_queues_nobody_serves_and_sweeps_are_locked(config, redis):
+    me = ProcessIdentity.current()
+    reaper = Reaper(config, me, ["default"])
+    orphan = f"queue:retired|{me.hostname}|{dead_pid()}|eeeeeeeeeeee|0"
+    redis.lpush(orphan, json.dumps({"jid": "o1"}))
+    assert reaper.sweep() == 0
+    assert reaper.periodic() == 1  # takes both locks on a fresh server
+    assert redis.llen("queue:retired") == 1
+    assert redis.ttl("super_fetch:reaper") > 0
+    assert redis.ttl("super_fetch:reaper:full") > 0
+    redis.lpush(orphan, json.dumps({"jid": "o2"}))
+    assert Reaper(config, ProcessIdentity.current(), ["retired"]).periodic() == 0  # someone else holds the lock
+
+
+def test_process_cleanup_drops_lapsed_members_once_a_minute(config, redis):
+    redis.sadd("processes", "alive:1:aaaaaaaaaaaa", "lapsed:2:bbbbbbbbbbbb")
+    redis.hset("alive:1:aaaaaaaaaaaa", "info", "{}")
+    assert cleanup_processes(redis) == 1
+    assert redis.smembers("processes") == {b"alive:1:aaaaaaaaaaaa"}
+    assert 0 < redis.ttl("process_cleanup") <= 60
+    redis.sadd("processes", "lapsed:3:cccccccccccc")
+    assert cleanup_processes(redis) == 0  # the lock holds for a minute
+
+
+def test_poll_intervals_scale_with_the_process_count(config, redis):
+    poller = Poller(config)
+    assert 10 <= poller.initial_wait() <= 15
+    assert 2.5 <= poller.random_interval() < 7.5
+    redis.sadd("processes", *[f"p{n}" for n in range(4)])
+    assert 10 <= poller.random_interval() < 30
+    redis.sadd("processes", *[f"q{n}" for n in range(10)])
+    assert 0 <= poller.random_interval() < 140
+    config["poll_interval_average"] = 2
+    assert 0 <= poller.initial_wait() <= 2
+    assert 0 <= poller.random_interval() < 4  # 14 processes: uniform over [0, 2 x average)
+
+
+@pytest.mark.parametrize("reliable", [False, True])
+def test_both_promoters_move_due_jobs_only(config, redis, reliable):
+    if reliable:
+        config.reliable_scheduler()
+    due = {"class": "X", "queue": "soon", "args": [1], "jid": "due", "retry": True}
+    later = {"class": "X", "queue": "soon", "args": [2], "jid": "later", "retry": True}
+    redis.zadd("schedule", {json.dumps(due): time.time() - 1, json.dumps(later): time.time() + 3600})
+    redis.zadd("retry", {json.dumps({**due, "jid": "retried", "retry_count": 1}): time.time() - 5})
+    assert Poller(config).enq.enqueue_jobs() == 2
+    moved = sorted(json.loads(item)["jid"] for item in redis.lrange("queue:soon", 0, -1))
+    assert moved == ["due", "retried"]
+    assert [json.loads(m)["jid"] for m in redis.zrange("schedule", 0, -1)] == ["later"]
+    assert redis.zcard("retry") == 0
