@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import ClassVar
 
 import pytest
 
@@ -20,7 +21,7 @@ class Plain(wurk.Job):
 class Custom(wurk.Job, retry=5):
     answer: object = None
     exhausted_answer: object = None
-    calls: list = []
+    calls: ClassVar[list] = []
 
     @classmethod
     def retry_in(cls, count, exc, job):
