@@ -79,15 +79,73 @@ def _redis_error_types() -> tuple[type[BaseException], ...]:
 
 
 def default_error_handler(exc: BaseException, context: dict[str, Any], config: Config) -> None:
-    """Log the exception: a traceback with ``WURK_DEBUG`` or at DEBUG level,
-    else one line. Redis errors are warnings, the rest informational."""
+    """Log the exception as one line (its type, message and context), plus the
+    traceback when ``WURK_DEBUG`` is set or the logger is at DEBUG. Redis
+    errors are warnings, the rest informational: a job failure is booked by
+    the retry layer, so the log line is for the record, not an alarm."""
     logger = config.logger
     level = logging.WARNING if isinstance(exc, _redis_error_types()) else logging.INFO
+    summary = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     ctx = " ".join(f"{key}={value}" for key, value in context.items() if key != "job")
-    if env.debug() or logger.isEnabledFor(logging.DEBUG):
-        logger.log(level, "%s", ctx, exc_info=exc)
-    else:
-        logger.log(level, "%s: %s%s", type(exc).__name__, exc, f" ({ctx})" if ctx else "")
+    verbose = env.debug() or logger.isEnabledFor(logging.DEBUG)
+    logger.log(level, "%s%s", summary, f" ({ctx})" if ctx else "", exc_info=exc if verbose else None)
+
+
+def _check_handlers(key: str, handlers: Any) -> list[Any]:
+    if isinstance(handlers, str | bytes) or not isinstance(handlers, Iterable):
+        raise ConfigurationError(f"{key} must be a list of callables, got {handlers!r}")
+    handlers = list(handlers)
+    for handler in handlers:
+        if not callable(handler):
+            raise ConfigurationError(f"{key} must hold callables, got {handler!r}")
+    return handlers
+
+
+def _positive_number(key: str, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(f"{key} must be a number > 0, got {value!r}")
+    return value
+
+
+def _whole_number(key: str, value: Any, *, minimum: int) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigurationError(f"{key} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _complex_arguments_mode(key: str, value: Any) -> Any:
+    if value not in COMPLEX_ARGUMENT_MODES:
+        raise ConfigurationError(f"{key} must be 'raise', 'warn' or False, got {value!r}")
+    return value
+
+
+# Checks run on every write of these keys, through ``config[key] = ...`` as well
+# as through the named accessors, so that YAML and plugins cannot slip past them.
+_VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
+    "on_complex_arguments": _complex_arguments_mode,
+    "error_handlers": _check_handlers,
+    "death_handlers": _check_handlers,
+    "redis_error_handlers": _check_handlers,
+    "fetch_poll_interval": _positive_number,
+    "web_pool_size": lambda key, value: _whole_number(key, value, minimum=1),
+    "memory_limit_mb": lambda key, value: None if value is None else _whole_number(key, value, minimum=0),
+}
+
+
+class _LiveHandlers:
+    """The current ``redis_error_handlers`` list, read at each report, so that
+    pools built earlier also call handlers registered (or assigned) later."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self._options = options
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._options.get("redis_error_handlers") or ()))
+
+
+def _check_event(event: str) -> None:
+    if event not in LIFECYCLE_EVENTS:
+        raise ConfigurationError(f"unknown lifecycle event {event!r}; expected one of {', '.join(LIFECYCLE_EVENTS)}")
 
 
 class Config:
@@ -139,10 +197,9 @@ class Config:
             self.concurrency = value
         elif key == "queues":
             self.queues = value
-        elif key == "on_complex_arguments" and value not in COMPLEX_ARGUMENT_MODES:
-            raise ConfigurationError(f"on_complex_arguments must be 'raise', 'warn' or False, got {value!r}")
         else:
-            self._options[key] = value
+            validate = _VALIDATORS.get(key)
+            self._options[key] = value if validate is None else validate(key, value)
 
     def __contains__(self, key: object) -> bool:
         return key in self._options or key in ("concurrency", "queues")
@@ -155,7 +212,13 @@ class Config:
         return self._options.get(key, default)
 
     def get(self, key: str, default: Any = None) -> Any:
-        return self.get(key, default)
+        """``config[key]``, or ``default`` when the option is unset."""
+        # Spelled out on purpose: the ``self.get(key, default)`` form a linter
+        # suggests (SIM401) would call this very method again, forever.
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def fetch(self, key: str, *default: Any) -> Any:
         """``config[key]``, or ``default`` if given, else ``KeyError`` naming the key."""
@@ -187,6 +250,12 @@ class Config:
     # -- freezing -------------------------------------------------------------
 
     def freeze(self) -> None:
+        """Refuse every later write (the launcher calls this at boot).
+
+        The plugins are loaded first, so that the defaults they contribute
+        through ``setdefault`` land before the configuration locks.
+        """
+        _ = self.plugins
         self._frozen = True
 
     @property
@@ -202,17 +271,30 @@ class Config:
     def capsule(
         self, name: str, *, concurrency: int | None = None, queues: Iterable[QueueEntry] | None = None
     ) -> Capsule:
-        """The capsule ``name``, created on first use."""
+        """The capsule ``name``, created on first use.
+
+        ``concurrency`` and ``queues`` are applied to it; a new capsule whose
+        settings are invalid is not kept.
+        """
         with self._lock:
             found = self._capsules.get(name)
             if found is None:
                 self._check_frozen()
-                found = self._capsules[name] = Capsule(name, self)
-        if concurrency is not None:
-            found.concurrency = concurrency
-        if queues is not None:
-            found.queues = queues
+                if not isinstance(name, str) or not name.strip():
+                    raise ConfigurationError(f"a capsule needs a non-empty name, got {name!r}")
+                created = Capsule(name, self)
+                self._apply_capsule(created, concurrency, queues)
+                self._capsules[name] = created
+                return created
+        self._apply_capsule(found, concurrency, queues)
         return found
+
+    @staticmethod
+    def _apply_capsule(capsule: Capsule, concurrency: int | None, queues: Iterable[QueueEntry] | None) -> None:
+        if concurrency is not None:
+            capsule.concurrency = concurrency
+        if queues is not None:
+            capsule.queues = queues
 
     @property
     def capsules(self) -> dict[str, Capsule]:
@@ -241,12 +323,21 @@ class Config:
 
     # -- middleware -------------------------------------------------------
 
+    # Reading a chain loads the plugins first, so that their middleware (core's
+    # built-ins included) is always registered before user code adds its own,
+    # and before a capsule takes its copy: the order never depends on when the
+    # plugins happened to load.
+
     @property
     def client_middleware(self) -> Chain:
+        if self._plugins is None:
+            _ = self.plugins
         return self._client_chain
 
     @property
     def server_middleware(self) -> Chain:
+        if self._plugins is None:
+            _ = self.plugins
         return self._server_chain
 
     # -- Redis ----------------------------------------------------------------
@@ -272,8 +363,10 @@ class Config:
         return self.default_capsule.redis_pool
 
     def new_redis_pool(self, size: int, name: str = "custom") -> RedisPool:
-        pool = RedisPool(self.redis, size=size, name=name, error_handlers=self._options["redis_error_handlers"])
-        self._custom_pools.append(pool)
+        """An extra pool on the configured server; ``reset_redis_pools`` drops it too."""
+        pool = RedisPool(self.redis, size=size, name=name, error_handlers=_LiveHandlers(self._options))
+        with self._lock:
+            self._custom_pools.append(pool)
         return pool
 
     @property
@@ -290,7 +383,7 @@ class Config:
             if self._web_pool is None:
                 options = {**self.redis, "pool_timeout": 1.0}
                 self._web_pool = RedisPool(
-                    options, size=self.web_pool_size, name="web", error_handlers=self._options["redis_error_handlers"]
+                    options, size=self.web_pool_size, name="web", error_handlers=_LiveHandlers(self._options)
                 )
             return self._web_pool
 
@@ -309,6 +402,12 @@ class Config:
         self._options["redis_error_handlers"].append(handler)
         return handler
 
+    def on_poison(self, callback: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+        """Call ``callback({"jid", "klass", "count", "queue"})`` when the reaper
+        kills a poison pill (usable as a decorator)."""
+        self._options.setdefault("poison_callbacks", []).append(callback)
+        return callback
+
     # -- errors and deaths ----------------------------------------------------
 
     @property
@@ -317,11 +416,16 @@ class Config:
 
     @error_handlers.setter
     def error_handlers(self, handlers: list[ErrorHandler]) -> None:
+        """Replace the handlers, the default logging one included."""
         self["error_handlers"] = handlers
 
     @property
     def death_handlers(self) -> list[DeathHandler]:
         return self._options["death_handlers"]
+
+    @death_handlers.setter
+    def death_handlers(self, handlers: list[DeathHandler]) -> None:
+        self["death_handlers"] = handlers
 
     def handle_exception(self, exc: BaseException, context: dict[str, Any] | None = None) -> None:
         """Run every error handler; one that raises is logged and skipped."""
@@ -334,16 +438,16 @@ class Config:
 
     # -- lifecycle ------------------------------------------------------------
 
-    def on(self, event: str) -> Callable[[Callable[[], object]], Callable[[], object]]:
-        """Decorator registering a callable for a lifecycle event::
+    def on(self, event: str, handler: Callable[[], object] | None = None) -> Any:
+        """Register a callable (taking no arguments) for a lifecycle event,
+        directly or as a decorator::
 
-        @config.on("startup")
-        def hello(): ...
+            config.on("quiet", flush_metrics)
+
+            @config.on("startup")
+            def hello(): ...
         """
-        if event not in LIFECYCLE_EVENTS:
-            raise ConfigurationError(
-                f"unknown lifecycle event {event!r}; expected one of {', '.join(LIFECYCLE_EVENTS)}"
-            )
+        _check_event(event)
 
         def register(handler: Callable[[], object]) -> Callable[[], object]:
             if not callable(handler):
@@ -351,7 +455,7 @@ class Config:
             self._options["lifecycle_events"][event].append(handler)
             return handler
 
-        return register
+        return register if handler is None else register(handler)
 
     def fire_event(self, event: str, *, reraise: bool = False) -> None:
         """Run ``event``'s callbacks and plugin hooks.
@@ -361,6 +465,7 @@ class Config:
         first. A failing callback is reported and the rest still run, unless
         ``reraise`` (``startup``, whose failure aborts the boot).
         """
+        _check_event(event)
         handlers = list(self._options["lifecycle_events"][event])
         if event in REVERSED_EVENTS:
             handlers.reverse()
@@ -459,12 +564,15 @@ class Config:
 
     @fetch_poll_interval.setter
     def fetch_poll_interval(self, seconds: float) -> None:
-        if seconds <= 0:
-            raise ConfigurationError(f"fetch_poll_interval must be > 0, got {seconds!r}")
         self["fetch_poll_interval"] = seconds
 
     @property
     def memory_limit_mb(self) -> int | None:
+        """RSS (MB) above which a swarm child is recycled; ``None`` when off.
+
+        An assigned value (``None`` and ``0`` switch it off) wins over
+        ``WURK_MAXMEM_MB`` / ``SIDEKIQ_MAXMEM_MB``.
+        """
         if "memory_limit_mb" in self._options:
             return self._options["memory_limit_mb"] or None
         return env.memory_limit_mb()
@@ -477,9 +585,9 @@ class Config:
         """Opt in to the ``/live`` and ``/ready`` listener of each worker process."""
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ConfigurationError(f"health_check port must be 0..65535, got {port!r}")
-        if not bind:
-            raise ConfigurationError("health_check bind address must not be empty")
-        if ready_window <= 0:
+        if not isinstance(bind, str) or not bind.strip():
+            raise ConfigurationError(f"health_check bind address must not be empty, got {bind!r}")
+        if isinstance(ready_window, bool) or not isinstance(ready_window, int | float) or not ready_window > 0:
             raise ConfigurationError(f"health_check ready_window must be > 0, got {ready_window!r}")
         self["health_check_options"] = {"port": port, "bind": bind, "ready_window": ready_window}
 

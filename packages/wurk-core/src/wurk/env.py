@@ -42,7 +42,9 @@ def child_count(environ: Mapping[str, str] | None = None) -> int:
         return cpus
     if not math.isfinite(number):
         return cpus
-    count = int(number) if number.is_integer() else round(cpus * number)
+    # Half rounds up (0.5 of 5 CPUs is 3), as the guides' examples do; Python's
+    # round() would give 2.
+    count = int(number) if number.is_integer() else math.floor(cpus * number + 0.5)
     return max(1, count)
 
 

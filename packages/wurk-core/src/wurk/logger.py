@@ -44,22 +44,25 @@ def current_context() -> Mapping[str, Any]:
 def with_context(**values: Any) -> Iterator[None]:
     """Add ``values`` to the log context for the duration of the block."""
     merged = {**_context.get(), **{key: value for key, value in values.items() if value is not None}}
-    token = _context.set(merged)
+    # Read-only, so that code holding current_context() cannot change the
+    # context of the block it came from (or of the tasks that inherited it).
+    token = _context.set(MappingProxyType(merged))
     try:
         yield
     finally:
         _context.reset(token)
 
 
-_tids: dict[int, str] = {}
+# Thread-local rather than a dict keyed by thread id: it dies with its thread,
+# so a process that starts many short-lived threads does not accumulate ids.
+_local = threading.local()
 
 
 def tid() -> str:
     """A short, stable, per-thread id (base 36), as Sidekiq prints and stores it."""
-    ident = threading.get_ident()
-    found = _tids.get(ident)
+    found: str | None = getattr(_local, "tid", None)
     if found is None:
-        number = (ident ^ os.getpid()) & 0xFFFFFFFFFF
+        number = (threading.get_ident() ^ os.getpid()) & 0xFFFFFFFFFF
         digits = "0123456789abcdefghijklmnopqrstuvwxyz"
         text = ""
         while True:
@@ -67,7 +70,7 @@ def tid() -> str:
             text = digits[rest] + text
             if not number:
                 break
-        found = _tids[ident] = text
+        found = _local.tid = text
     return found
 
 
@@ -90,6 +93,8 @@ def _message(record: logging.LogRecord) -> str:
     message = record.getMessage()
     if record.exc_info:
         message = f"{message}\n{logging.Formatter().formatException(record.exc_info)}"
+    if record.stack_info:
+        message = f"{message}\n{record.stack_info}"
     return message
 
 
@@ -123,13 +128,31 @@ class JSON(logging.Formatter):
 
 
 class ReopenableStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """A stream handler that can reopen its file, for ``SIGUSR2`` log rotation."""
+    """A stream handler that can reopen its file, for ``SIGUSR2`` log rotation.
+
+    Without a ``stream`` or a ``path`` it writes to whatever ``sys.stdout`` is at
+    the time of each line, so that a host (or a test) that swaps stdout later
+    still receives Wurk's lines instead of a handle to a closed stream.
+    """
 
     def __init__(self, stream: Any = None, path: str | None = None) -> None:
         self.path = path
         super().__init__(open(path, "a", encoding="utf-8") if path else (stream or sys.stdout))  # noqa: SIM115
+        self._follows_stdout = stream is None and path is None
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stdout if getattr(self, "_follows_stdout", False) else self._stream
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        # An explicit stream (``setStream``, ``reopen``) ends the following.
+        self._follows_stdout = False
+        self._stream = value
 
     def reopen(self) -> None:
+        """Open ``path`` afresh: after a rotation moved the file away, the
+        following lines go to a new file at the configured path."""
         if not self.path:
             return
         self.acquire()
@@ -140,6 +163,17 @@ class ReopenableStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         finally:
             self.release()
 
+    def close(self) -> None:
+        # StreamHandler leaves its stream open (it may be stdout); a file we
+        # opened ourselves is ours to close.
+        self.acquire()
+        try:
+            if self.path and not self.stream.closed:
+                self.stream.close()
+        finally:
+            self.release()
+        super().close()
+
 
 def default_formatter() -> logging.Formatter:
     return WithoutTimestamp() if os.environ.get("DYNO") else Pretty()
@@ -148,10 +182,17 @@ def default_formatter() -> logging.Formatter:
 def build_logger(path: str | None = None, *, level: int | None = None) -> logging.Logger:
     """The ``wurk`` logger with one handler of Wurk's own (idempotent).
 
+    The handler writes to ``path`` (appending) or, without one, to stdout; a
+    call with another ``path`` than the current handler's swaps the handler.
     DEBUG when ``DEBUG_INVOCATION=1`` is set, else INFO, unless ``level`` is given.
     """
     logger = logging.getLogger(LOGGER_NAME)
     ours = [handler for handler in logger.handlers if isinstance(handler, ReopenableStreamHandler)]
+    if ours and path is not None and any(handler.path != path for handler in ours):
+        for handler in ours:
+            logger.removeHandler(handler)
+            handler.close()
+        ours = []
     if not ours:
         handler = ReopenableStreamHandler(path=path)
         handler.setFormatter(default_formatter())

@@ -88,6 +88,14 @@ class Entry:
         return instance
 
 
+def _entry(klass: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Entry:
+    # A chain builds its own instance per job, so it must be given the class;
+    # an instance registered by mistake would only fail at the first push.
+    if not isinstance(klass, type):
+        raise TypeError(f"register the middleware class, not {klass!r} (the chain builds one instance per job)")
+    return Entry(klass, args, dict(kwargs))
+
+
 class Chain:
     """An ordered list of middleware classes, outermost first."""
 
@@ -108,6 +116,12 @@ class Chain:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __bool__(self) -> bool:
+        # A chain is an object, not a container to test for emptiness (that is
+        # ``empty()``): ``chain or config.client_middleware`` must keep an
+        # explicitly given empty chain.
+        return True
 
     def __contains__(self, klass: object) -> bool:
         return self.exists(klass)  # type: ignore[arg-type]
@@ -132,29 +146,37 @@ class Chain:
 
     def add(self, klass: type, *args: Any, **kwargs: Any) -> None:
         """Append ``klass`` (innermost), moving it there if already present."""
+        entry = _entry(klass, args, kwargs)
         self.remove(klass)
-        self._entries.append(Entry(klass, args, kwargs))
+        self._entries.append(entry)
 
     def prepend(self, klass: type, *args: Any, **kwargs: Any) -> None:
         """Put ``klass`` first (outermost), moving it there if already present."""
+        entry = _entry(klass, args, kwargs)
         self.remove(klass)
-        self._entries.insert(0, Entry(klass, args, kwargs))
+        self._entries.insert(0, entry)
 
     def insert_before(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
         """Place ``klass`` right before ``anchor``, or first if ``anchor`` is absent."""
-        entry = self._take(klass) or Entry(klass, args, kwargs)
+        entry = self._take(klass, args, kwargs)
         index = self._index(anchor)
         self._entries.insert(0 if index is None else index, entry)
 
     def insert_after(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
         """Place ``klass`` right after ``anchor``, or last if ``anchor`` is absent."""
-        entry = self._take(klass) or Entry(klass, args, kwargs)
+        entry = self._take(klass, args, kwargs)
         index = self._index(anchor)
         self._entries.insert(len(self._entries) if index is None else index + 1, entry)
 
-    def _take(self, klass: type) -> Entry | None:
+    def _take(self, klass: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Entry:
+        """The entry to move for ``klass``, out of the list: the registered one
+        (its arguments replaced when new ones are given), or a new one."""
+        fresh = _entry(klass, args, kwargs)
         index = self._index(klass)
-        return None if index is None else self._entries.pop(index)
+        if index is None:
+            return fresh
+        registered = self._entries.pop(index)
+        return fresh if args or kwargs else registered
 
     def clear(self) -> None:
         """Drop every entry, built-ins included (prefer ``remove``)."""

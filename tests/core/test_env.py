@@ -1,0 +1,246 @@
+"""The environment variables Wurk reads, through the helpers of ``wurk.env``.
+
+Most tests pass an explicit ``environ`` mapping; a few go through the real
+process environment (with ``monkeypatch``) to prove the default source.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+from wurk import env
+
+
+@pytest.fixture
+def cpus(monkeypatch):
+    """Pin the CPU count so that the fraction arithmetic is predictable."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    return 8
+
+
+# -- the WURK_* / SIDEKIQ_* lookup ------------------------------------------------
+
+
+def test_get_reads_the_native_name():
+    assert env.get("COUNT", {"WURK_COUNT": "3"}) == "3"
+
+
+def test_get_falls_back_to_the_sidekiq_alias():
+    assert env.get("COUNT", {"SIDEKIQ_COUNT": "4"}) == "4"
+
+
+def test_native_name_wins_over_the_alias():
+    assert env.get("COUNT", {"WURK_COUNT": "3", "SIDEKIQ_COUNT": "4"}) == "3"
+
+
+def test_get_is_none_when_neither_is_set():
+    assert env.get("COUNT", {}) is None
+
+
+def test_get_reads_the_process_environment_by_default(monkeypatch):
+    monkeypatch.delenv("WURK_LEADER", raising=False)
+    monkeypatch.setenv("SIDEKIQ_LEADER", "false")
+    assert env.get("LEADER") == "false"
+    monkeypatch.setenv("WURK_LEADER", "true")
+    assert env.get("LEADER") == "true"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, False),
+        ("", False),
+        ("0", False),
+        ("false", False),
+        ("FALSE", False),
+        ("no", False),
+        ("off", False),
+        (" Off ", False),
+        ("1", True),
+        ("true", True),
+        ("yes", True),
+        ("on", True),
+        ("anything", True),
+    ],
+)
+def test_truthy(value, expected):
+    assert env.truthy(value) is expected
+
+
+# -- WURK_COUNT -------------------------------------------------------------------
+
+
+def test_count_defaults_to_the_cpu_count(cpus):
+    assert env.child_count({}) == cpus
+
+
+@pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("16", 16), (" 2 ", 2), ("2.0", 2)])
+def test_count_whole_number_is_a_process_count(cpus, value, expected):
+    assert env.child_count({"WURK_COUNT": value}) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [("0.5", 4), ("0.25", 2), ("1.5", 12), ("0.3", 2)])
+def test_count_fraction_is_a_multiple_of_the_cpu_count(cpus, value, expected):
+    assert env.child_count({"WURK_COUNT": value}) == expected
+
+
+def test_count_fraction_rounds_half_up(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 5)
+    assert env.child_count({"WURK_COUNT": "0.5"}) == 3  # 2.5 processes round to 3, not to 2
+    assert env.child_count({"WURK_COUNT": "0.3"}) == 2  # 1.5 → 2
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "0.01", "-0.5"])
+def test_count_is_floored_at_one(cpus, value):
+    assert env.child_count({"WURK_COUNT": value}) == 1
+
+
+@pytest.mark.parametrize("value", ["", "  ", "many", "3 processes", "nan", "inf", "-inf"])
+def test_unparseable_count_means_the_cpu_count(cpus, value):
+    assert env.child_count({"WURK_COUNT": value}) == cpus
+
+
+def test_count_reads_the_sidekiq_alias_second(cpus):
+    assert env.child_count({"SIDEKIQ_COUNT": "2"}) == 2
+    assert env.child_count({"WURK_COUNT": "3", "SIDEKIQ_COUNT": "2"}) == 3
+
+
+def test_unknown_cpu_count_counts_as_one(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert env.child_count({}) == 1
+    assert env.child_count({"WURK_COUNT": "0.5"}) == 1
+
+
+# -- WURK_MAXMEM_MB ---------------------------------------------------------------
+
+
+def test_memory_limit_is_off_when_unset():
+    assert env.memory_limit_mb({}) is None
+
+
+def test_memory_limit_reads_megabytes():
+    assert env.memory_limit_mb({"WURK_MAXMEM_MB": "1024"}) == 1024
+
+
+def test_memory_limit_reads_the_sidekiq_alias():
+    assert env.memory_limit_mb({"SIDEKIQ_MAXMEM_MB": "512"}) == 512
+
+
+def test_memory_limit_native_name_wins():
+    assert env.memory_limit_mb({"WURK_MAXMEM_MB": "1024", "SIDEKIQ_MAXMEM_MB": "512"}) == 1024
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "", "lots", "1.5"])
+def test_memory_limit_off_when_zero_negative_or_unparseable(value):
+    assert env.memory_limit_mb({"WURK_MAXMEM_MB": value}) is None
+
+
+# -- WURK_LEADER ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["false", "FALSE", "False", " false "])
+def test_leader_false_opts_out(value):
+    assert env.leader_opted_out({"WURK_LEADER": value}) is True
+
+
+@pytest.mark.parametrize("value", ["true", "0", "no", "", "1"])
+def test_only_false_opts_out_of_leadership(value):
+    assert env.leader_opted_out({"WURK_LEADER": value}) is False
+
+
+def test_leader_unset_takes_part():
+    assert env.leader_opted_out({}) is False
+
+
+def test_leader_reads_the_sidekiq_alias_and_native_wins():
+    assert env.leader_opted_out({"SIDEKIQ_LEADER": "false"}) is True
+    assert env.leader_opted_out({"WURK_LEADER": "true", "SIDEKIQ_LEADER": "false"}) is False
+
+
+# -- WURK_WEB_READ_ONLY -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "OFF"])
+def test_web_read_only_off_values(value):
+    assert env.web_read_only({"WURK_WEB_READ_ONLY": value}) is False
+
+
+@pytest.mark.parametrize("value", ["1", "true", "yes", "on"])
+def test_web_read_only_on_values(value):
+    assert env.web_read_only({"WURK_WEB_READ_ONLY": value}) is True
+
+
+def test_web_read_only_unset_is_off(monkeypatch):
+    monkeypatch.delenv("WURK_WEB_READ_ONLY", raising=False)
+    assert env.web_read_only() is False
+    monkeypatch.setenv("WURK_WEB_READ_ONLY", "1")
+    assert env.web_read_only() is True
+
+
+# -- WURK_DEBUG, WURK_DISABLED ----------------------------------------------------
+
+
+def test_debug_is_on_for_any_value():
+    assert env.debug({}) is False
+    assert env.debug({"WURK_DEBUG": "1"}) is True
+    assert env.debug({"WURK_DEBUG": "0"}) is True  # presence is what counts
+    assert env.debug({"SIDEKIQ_DEBUG": "yes"}) is True
+
+
+def test_disabled_only_for_one():
+    assert env.disabled({}) is False
+    assert env.disabled({"WURK_DISABLED": "1"}) is True
+    assert env.disabled({"WURK_DISABLED": "true"}) is False
+
+
+# -- the application environment ------------------------------------------------
+
+
+def test_environment_defaults_to_development():
+    assert env.environment(None, {}) == "development"
+
+
+def test_environment_flag_wins_over_everything():
+    environ = {"APP_ENV": "staging", "RAILS_ENV": "qa", "RACK_ENV": "demo"}
+    assert env.environment("production", environ) == "production"
+
+
+def test_environment_order_app_then_rails_then_rack():
+    assert env.environment(None, {"APP_ENV": "staging", "RAILS_ENV": "qa", "RACK_ENV": "demo"}) == "staging"
+    assert env.environment(None, {"RAILS_ENV": "qa", "RACK_ENV": "demo"}) == "qa"
+    assert env.environment(None, {"RACK_ENV": "demo"}) == "demo"
+
+
+def test_empty_environment_values_are_skipped():
+    assert env.environment("", {"APP_ENV": "", "RAILS_ENV": "qa"}) == "qa"
+
+
+def test_environment_reads_the_process_environment(monkeypatch):
+    for name in ("APP_ENV", "RAILS_ENV", "RACK_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RACK_ENV", "production")
+    assert env.environment() == "production"
+
+
+# -- RAILS_MAX_THREADS, DYNO ------------------------------------------------------
+
+
+def test_max_threads():
+    assert env.max_threads({}) is None
+    assert env.max_threads({"RAILS_MAX_THREADS": "10"}) == 10
+
+
+@pytest.mark.parametrize("value", ["", "0", "-1", "ten"])
+def test_max_threads_ignores_unusable_values(value):
+    assert env.max_threads({"RAILS_MAX_THREADS": value}) is None
+
+
+def test_hostname_is_the_dyno_on_heroku():
+    assert env.hostname({"DYNO": "worker.3"}) == "worker.3"
+
+
+def test_hostname_is_the_system_host_name_elsewhere():
+    assert env.hostname({}) == socket.gethostname()

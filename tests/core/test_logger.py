@@ -1,0 +1,311 @@
+"""Log line formats, the per-job log context, and the file handler's reopen."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from datetime import UTC, datetime
+
+import pytest
+
+import wurk
+from wurk import logger as wlog
+
+# 2026-07-20T12:00:00.250Z
+STAMP = datetime(2026, 7, 20, 12, 0, 0, tzinfo=UTC).timestamp() + 0.25
+
+
+def ours(logger):
+    """Wurk's own handlers (pytest attaches capture handlers of its own to
+    non-propagating loggers while a test runs; those are left alone)."""
+    return [handler for handler in logger.handlers if isinstance(handler, wlog.ReopenableStreamHandler)]
+
+
+@pytest.fixture
+def wurk_logger(monkeypatch):
+    """The ``wurk`` logger without Wurk's handler, restored (ours closed) after."""
+    logger = logging.getLogger(wlog.LOGGER_NAME)
+    saved, level, propagate = ours(logger), logger.level, logger.propagate
+    for handler in saved:
+        logger.removeHandler(handler)
+    monkeypatch.delenv("DYNO", raising=False)
+    monkeypatch.delenv("DEBUG_INVOCATION", raising=False)
+    yield logger
+    for handler in ours(logger):
+        logger.removeHandler(handler)
+        handler.close()
+    for handler in saved:
+        logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = propagate
+
+
+def record(message="hello", level=logging.INFO, created=STAMP, exc_info=None, args=()):
+    rec = logging.LogRecord("wurk", level, __file__, 1, message, args, exc_info)
+    rec.created = created
+    return rec
+
+
+# -- Pretty -------------------------------------------------------------------------
+
+
+def test_pretty_line_shape():
+    line = wlog.Pretty().format(record())
+    assert line == f"INFO 2026-07-20T12:00:00.250Z pid={os.getpid()} tid={wlog.tid()}: hello"
+
+
+def test_pretty_line_carries_the_context():
+    with wlog.with_context(jid="9f8e7d", tags=["a", "b"]):
+        line = wlog.Pretty().format(record("start"))
+    assert line.endswith(f"tid={wlog.tid()} jid=9f8e7d tags=a,b: start")
+
+
+def test_pretty_uses_the_level_name_and_the_arguments():
+    line = wlog.Pretty().format(record("took %.1fs", logging.WARNING, args=(1.25,)))
+    assert re.fullmatch(r"WARNING \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z pid=\d+ tid=[0-9a-z]+: took 1\.2s", line)
+
+
+def test_timestamps_are_utc_with_milliseconds():
+    assert wlog.Pretty().format(record(created=STAMP + 0.5)).split()[1] == "2026-07-20T12:00:00.750Z"
+    assert wlog.Pretty().format(record(created=STAMP - 0.25)).split()[1] == "2026-07-20T12:00:00.000Z"
+
+
+def test_an_exception_is_appended_with_its_traceback():
+    try:
+        raise ValueError("bad input")
+    except ValueError:
+        rec = record("failed", logging.ERROR, exc_info=sys.exc_info())
+    text = wlog.Pretty().format(rec)
+    first, *rest = text.splitlines()
+    assert first.endswith(": failed")
+    assert "Traceback (most recent call last):" in rest
+    assert rest[-1] == "ValueError: bad input"
+
+
+# -- WithoutTimestamp --------------------------------------------------------------
+
+
+def test_without_timestamp_line_shape():
+    with wlog.with_context(jid="abc"):
+        line = wlog.WithoutTimestamp().format(record())
+    assert line == f"INFO pid={os.getpid()} tid={wlog.tid()} jid=abc: hello"
+
+
+def test_dyno_selects_the_timestamp_less_formatter(monkeypatch):
+    monkeypatch.delenv("DYNO", raising=False)
+    assert type(wlog.default_formatter()) is wlog.Pretty
+    monkeypatch.setenv("DYNO", "worker.1")
+    assert type(wlog.default_formatter()) is wlog.WithoutTimestamp
+
+
+def test_build_logger_on_heroku_logs_without_timestamps(wurk_logger, monkeypatch):
+    monkeypatch.setenv("DYNO", "worker.1")
+    (handler,) = ours(wlog.build_logger())
+    assert type(handler.formatter) is wlog.WithoutTimestamp
+
+
+# -- JSON ----------------------------------------------------------------------------
+
+
+def test_json_fields():
+    line = json.loads(wlog.JSON().format(record("done", logging.WARNING)))
+    assert line == {
+        "ts": "2026-07-20T12:00:00.250Z",
+        "pid": os.getpid(),
+        "tid": wlog.tid(),
+        "lvl": "WARNING",
+        "msg": "done",
+    }
+
+
+def test_json_context_is_an_object():
+    with wlog.with_context(jid="abc", tags=["x", "y"], bid="b-1"):
+        line = json.loads(wlog.JSON().format(record()))
+    assert line["ctx"] == {"jid": "abc", "tags": ["x", "y"], "bid": "b-1"}
+
+
+def test_json_is_one_line_even_with_a_traceback():
+    try:
+        raise KeyError("missing")
+    except KeyError:
+        text = wlog.JSON().format(record("oops", logging.ERROR, exc_info=sys.exc_info()))
+    assert "\n" not in text
+    assert "KeyError: 'missing'" in json.loads(text)["msg"]
+
+
+def test_json_keeps_unicode_and_stringifies_odd_values():
+    with wlog.with_context(when=datetime(2026, 1, 1, tzinfo=UTC)):
+        line = json.loads(wlog.JSON().format(record("größe ✓")))
+    assert line["msg"] == "größe ✓"
+    assert line["ctx"]["when"].startswith("2026-01-01")
+
+
+# -- context -------------------------------------------------------------------------
+
+
+def test_context_is_empty_outside_a_job():
+    assert dict(wlog.current_context()) == {}
+
+
+def test_with_context_nests_and_resets():
+    with wlog.with_context(jid="outer", bid="b1"):
+        assert dict(wlog.current_context()) == {"jid": "outer", "bid": "b1"}
+        with wlog.with_context(jid="inner", tags=["t"]):
+            assert dict(wlog.current_context()) == {"jid": "inner", "bid": "b1", "tags": ["t"]}
+        assert dict(wlog.current_context()) == {"jid": "outer", "bid": "b1"}
+    assert dict(wlog.current_context()) == {}
+
+
+def test_with_context_resets_when_the_block_raises():
+    with pytest.raises(RuntimeError), wlog.with_context(jid="abc"):
+        raise RuntimeError
+    assert dict(wlog.current_context()) == {}
+
+
+def test_none_values_stay_out_of_the_context():
+    with wlog.with_context(jid="abc", bid=None):
+        assert dict(wlog.current_context()) == {"jid": "abc"}
+
+
+def test_the_context_cannot_be_mutated_from_outside():
+    with wlog.with_context(jid="abc"), pytest.raises(TypeError):
+        wlog.current_context()["jid"] = "other"  # type: ignore[index]
+    outside = wlog.current_context()
+    with pytest.raises(TypeError):
+        outside["x"] = 1  # type: ignore[index]
+
+
+def test_context_follows_asyncio_tasks_and_stays_apart():
+    async def job(jid, ready, release):
+        with wlog.with_context(jid=jid):
+            ready.set()
+            await release.wait()  # the other job runs meanwhile
+            return wlog.Pretty().format(record())
+
+    async def parent():
+        with wlog.with_context(bid="batch"):
+            inherited = await asyncio.create_task(asyncio.sleep(0, result=dict(wlog.current_context())))
+            events = [asyncio.Event() for _ in range(3)]
+            first = asyncio.create_task(job("j1", events[0], events[2]))
+            second = asyncio.create_task(job("j2", events[1], events[2]))
+            await events[0].wait()
+            await events[1].wait()
+            events[2].set()
+            lines = await asyncio.gather(first, second)
+            after = dict(wlog.current_context())
+        return inherited, lines, after
+
+    inherited, lines, after = asyncio.run(parent())
+    assert inherited == {"bid": "batch"}
+    assert lines[0].endswith("bid=batch jid=j1: hello")
+    assert lines[1].endswith("bid=batch jid=j2: hello")
+    assert after == {"bid": "batch"}  # the tasks' contexts did not leak back
+
+
+def test_tid_is_stable_per_thread_and_differs_between_threads():
+    mine = wlog.tid()
+    assert mine == wlog.tid()
+    assert re.fullmatch(r"[0-9a-z]+", mine)
+    others = []
+    thread = threading.Thread(target=lambda: others.extend([wlog.tid(), wlog.tid()]))
+    thread.start()
+    thread.join()
+    assert others[0] == others[1]
+    assert others[0] != mine
+
+
+# -- the handler, levels, rotation ------------------------------------------------
+
+
+def test_build_logger_defaults_to_stdout_at_info(wurk_logger, capsys):
+    logger = wlog.build_logger()
+    assert logger is wurk_logger
+    assert logger.level == logging.INFO
+    assert logger.propagate is False
+    logger.info("to stdout")
+    logger.debug("not shown")
+    out = capsys.readouterr().out
+    assert re.search(r"^INFO \S+ pid=\d+ tid=\w+: to stdout$", out, re.MULTILINE)
+    assert "not shown" not in out
+
+
+def test_build_logger_is_idempotent(wurk_logger):
+    wlog.build_logger()
+    wlog.build_logger()
+    assert len(ours(wurk_logger)) == 1
+
+
+def test_debug_invocation_turns_on_debug(wurk_logger, monkeypatch):
+    monkeypatch.setenv("DEBUG_INVOCATION", "1")
+    assert wlog.build_logger().level == logging.DEBUG
+    monkeypatch.setenv("DEBUG_INVOCATION", "true")  # only "1" counts
+    assert wlog.build_logger().level == logging.INFO
+
+
+def test_an_explicit_level_wins(wurk_logger, monkeypatch):
+    monkeypatch.setenv("DEBUG_INVOCATION", "1")
+    assert wlog.build_logger(level=logging.WARNING).level == logging.WARNING
+
+
+def test_build_logger_with_a_path_writes_to_that_file(wurk_logger, tmp_path):
+    wlog.build_logger()
+    path = tmp_path / "wurk.log"
+    logger = wlog.build_logger(str(path))
+    (handler,) = ours(logger)
+    assert handler.path == str(path)
+    logger.warning("into the file")
+    handler.flush()
+    assert path.read_text().rstrip().endswith(": into the file")
+
+
+def test_config_logger_is_the_wurk_logger_and_can_be_replaced(wurk_logger):
+    config = wurk.Config()
+    assert config.logger is wurk_logger
+    mine = logging.getLogger("myapp.jobs")
+    config.logger = mine
+    assert config.logger is mine
+
+
+def test_reopen_after_the_file_was_moved(tmp_path):
+    path = tmp_path / "wurk.log"
+    logger = logging.getLogger("wurk.test.rotation")
+    logger.propagate = False
+    handler = wlog.ReopenableStreamHandler(path=str(path))
+    handler.setFormatter(wlog.Pretty())
+    logger.addHandler(handler)
+    try:
+        logger.warning("before rotation")
+        path.rename(tmp_path / "wurk.log.1")  # what logrotate does
+        logger.warning("still into the moved file")
+        wlog.reopen(logger)
+        logger.warning("after rotation")
+        handler.flush()
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    rotated = (tmp_path / "wurk.log.1").read_text()
+    fresh = path.read_text()
+    assert "before rotation" in rotated
+    assert "still into the moved file" in rotated
+    assert "after rotation" not in rotated
+    assert fresh.count("\n") == 1
+    assert fresh.rstrip().endswith(": after rotation")
+
+
+def test_reopen_of_a_stdout_handler_is_harmless(wurk_logger, capsys):
+    logger = wlog.build_logger()
+    wlog.reopen(logger)
+    logger.info("still here")
+    assert "still here" in capsys.readouterr().out
+
+
+def test_close_closes_the_file(tmp_path):
+    handler = wlog.ReopenableStreamHandler(path=str(tmp_path / "x.log"))
+    stream = handler.stream
+    handler.close()
+    assert stream.closed
