@@ -8,7 +8,8 @@ private list, so a process killed mid-job loses nothing: the reaper of a live
 process moves its private lists back.
 
 To spend as few round trips as possible, one ``core.fetch`` script call claims
-as many jobs as there are threads waiting for work, and the acknowledgements
+as many jobs as there are threads waiting for work — and, while jobs take
+only milliseconds, up to one per thread more — and the acknowledgements
 gathered since the last call travel in the same pipeline. Only when every
 served queue is empty does a thread block, with ``BLMOVE`` on one queue for
 ``fetch_poll_interval`` seconds (Redis has no multi-key ``BLMOVE``), after
@@ -91,6 +92,10 @@ class ReliableFetcher:
         #: Jobs the processors are running, as (private list, job) pairs; the
         #: manager replaces this so a reconcile never requeues a running job.
         self.running: Callable[[], set[tuple[str, str]]] = set
+        #: How many jobs to claim beyond the threads waiting right now; the
+        #: manager raises it while jobs are short, when claiming one job per
+        #: round trip would leave the threads waiting on Redis.
+        self.prefetch: Callable[[], int] = lambda: 0
 
     # -- order and pause ------------------------------------------------------
 
@@ -122,7 +127,7 @@ class ReliableFetcher:
             if self._local:
                 return self._local.popleft()
             self._waiting += 1
-            wanted = self._waiting
+            wanted = min(self.capsule.concurrency, self._waiting + self.prefetch())
         try:
             return self._fetch(wanted)
         except (RedisError, RedisConnectionError):

@@ -98,33 +98,39 @@ def _message(record: logging.LogRecord) -> str:
     return message
 
 
-class Pretty(logging.Formatter):
+class WurkFormatter(logging.Formatter):
+    """A formatter whose line is built from plain values, so the worker's
+    per-job lines can skip creating a ``LogRecord`` (see :func:`fast_info`)
+    and still come out exactly as every other line."""
+
     def format(self, record: logging.LogRecord) -> str:
+        return self.line(record.levelname, record.created, record.process, _message(record))
+
+    def line(self, level: str, created: float, pid: int | None, message: str) -> str:
+        raise NotImplementedError
+
+
+class Pretty(WurkFormatter):
+    def line(self, level: str, created: float, pid: int | None, message: str) -> str:
         context = _context_text()
-        head = f"{record.levelname} {_iso_utc(record.created)} pid={record.process} tid={tid()}"
-        return f"{head}{' ' + context if context else ''}: {_message(record)}"
+        head = f"{level} {_iso_utc(created)} pid={pid} tid={tid()}"
+        return f"{head}{' ' + context if context else ''}: {message}"
 
 
-class WithoutTimestamp(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
+class WithoutTimestamp(WurkFormatter):
+    def line(self, level: str, created: float, pid: int | None, message: str) -> str:
         context = _context_text()
-        head = f"{record.levelname} pid={record.process} tid={tid()}"
-        return f"{head}{' ' + context if context else ''}: {_message(record)}"
+        head = f"{level} pid={pid} tid={tid()}"
+        return f"{head}{' ' + context if context else ''}: {message}"
 
 
-class JSON(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        line = {
-            "ts": _iso_utc(record.created),
-            "pid": record.process,
-            "tid": tid(),
-            "lvl": record.levelname,
-            "msg": _message(record),
-        }
+class JSON(WurkFormatter):
+    def line(self, level: str, created: float, pid: int | None, message: str) -> str:
+        fields: dict[str, Any] = {"ts": _iso_utc(created), "pid": pid, "tid": tid(), "lvl": level, "msg": message}
         context = _context.get()
         if context:
-            line["ctx"] = dict(context)
-        return json.dumps(line, ensure_ascii=False, default=str)
+            fields["ctx"] = dict(context)
+        return json.dumps(fields, ensure_ascii=False, default=str)
 
 
 class ReopenableStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -202,6 +208,35 @@ def build_logger(path: str | None = None, *, level: int | None = None) -> loggin
         level = logging.DEBUG if os.environ.get("DEBUG_INVOCATION") == "1" else logging.INFO
     logger.setLevel(level)
     return logger
+
+
+def fast_info(logger: logging.Logger, message: str) -> bool:
+    """Write an INFO line straight to Wurk's own handler, without a ``LogRecord``.
+
+    Only when that is all the line would go through — the ``wurk`` logger with
+    just Wurk's handler and formatter, no filters, not propagating — so the
+    output is the same as ``logger.info``; returns ``False`` otherwise, and the
+    caller logs the usual way. The worker writes two lines per job, and a
+    record costs more than a no-op job.
+    """
+    handlers = logger.handlers
+    if len(handlers) != 1 or logger.propagate or logger.filters:
+        return False
+    handler = handlers[0]
+    formatter = handler.formatter
+    if type(handler) is not ReopenableStreamHandler or handler.filters or not isinstance(formatter, WurkFormatter):
+        return False
+    if not logger.isEnabledFor(logging.INFO) or handler.level > logging.INFO:
+        return False
+    line = formatter.line("INFO", time.time(), os.getpid(), message)
+    handler.acquire()
+    try:
+        stream = handler.stream
+        stream.write(line + handler.terminator)
+        stream.flush()
+    finally:
+        handler.release()
+    return True
 
 
 def reopen(logger: logging.Logger) -> None:

@@ -18,6 +18,10 @@ from wurk.fetch import ReliableFetcher
 from wurk.processor import Processor, ProcessStats
 from wurk.retry import JobRetry
 
+#: Jobs shorter than this on average are claimed ahead of the threads.
+FAST_JOB = 0.005
+SLOW_JOB = 1.0
+
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
     from wurk.identity import ProcessIdentity
@@ -45,6 +49,9 @@ class Manager:
             setup(self.fetcher)
         if hasattr(self.fetcher, "running"):
             self.fetcher.running = self.running_jobs
+        if hasattr(self.fetcher, "prefetch"):
+            self.fetcher.prefetch = self.prefetch
+        self._average = SLOW_JOB
         self.retrier = JobRetry(self.config)
         self._resolved: dict[str, type] = {}
         self._lock = threading.Lock()
@@ -56,6 +63,15 @@ class Manager:
         if found is None:
             found = self._resolved[name] = self.config.jobs.resolve(name)
         return found
+
+    def job_finished(self, seconds: float) -> None:
+        """Fold one job's duration into the moving average the prefetch uses."""
+        self._average += (seconds - self._average) * 0.05
+
+    def prefetch(self) -> int:
+        """Claim a job per thread ahead while jobs are short; none while they are
+        long, so a slow job never holds back work another process could run."""
+        return self.capsule.concurrency if self._average < FAST_JOB else 0
 
     def start(self) -> None:
         for processor in self.processors:

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 
 from wurk import payload as wire
 from wurk.errors import RedisConnectionError, Shutdown
-from wurk.logger import tid, with_context
+from wurk.logger import fast_info, tid, with_context
 from wurk.retry import Handled, Skip
 from wurk.server_middleware import current_jobstr
 
@@ -164,9 +164,12 @@ class Processor:
             self._log("%s: %.3f sec", word, time.monotonic() - started)
 
     def _log(self, message: str, *args: Any) -> None:
-        """An INFO line without the caller lookup ``Logger.info`` does: the two
-        lines per job are the hottest logging in a worker."""
+        """The job logger's lines, the hottest logging in a worker: straight to
+        Wurk's handler when nothing else would see them, else without the
+        caller lookup ``Logger.info`` does."""
         logger = self.config.logger
+        if fast_info(logger, message % args if args else message):
+            return
         if logger.isEnabledFor(logging.INFO):
             logger.handle(logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, args, None))
 
@@ -175,6 +178,7 @@ class Processor:
         me = tid()
         work[me] = {"queue": queue, "payload": jobstr, "run_at": int(time.time())}
         failed = False
+        started = time.monotonic()
         try:
             return self.config["reloader"](lambda: self._instantiate_and_run(job, queue))
         except (Skip, Shutdown):
@@ -185,6 +189,7 @@ class Processor:
         finally:
             work.pop(me, None)
             self.manager.stats.count(failed=failed)
+            self.manager.job_finished(time.monotonic() - started)
 
     def _instantiate_and_run(self, job: dict[str, Any], queue: str) -> Any:
         job_class = self.manager.resolve(job["class"])

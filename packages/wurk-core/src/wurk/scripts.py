@@ -153,9 +153,13 @@ class ScriptRegistry:
         commands already ran), so the script is loaded on a direct connection of
         the same pool before the call is queued.
         """
-        import redis
-
         script = self[name]
         script.check_keys(keys)
-        self._ensure_loaded(redis.Redis(connection_pool=pipeline.connection_pool), script)
+        pool = pipeline.connection_pool
+        with self._lock:
+            loaded = script.sha in self._loaded.get(pool, ())
+        if not loaded:  # building a client is costly: only when the script must be loaded
+            import redis
+
+            self._ensure_loaded(redis.Redis(connection_pool=pool), script)
         pipeline.evalsha(script.sha, len(keys), *keys, *args)
