@@ -182,3 +182,13 @@ def test_both_promoters_move_due_jobs_only(config, redis, reliable):
     assert moved == ["due", "retried"]
     assert [json.loads(m)["jid"] for m in redis.zrange("schedule", 0, -1)] == ["later"]
     assert redis.zcard("retry") == 0
+
+
+def test_a_long_block_window_widens_the_fetch_pools_read_timeout(config, redis):
+    config["fetch_poll_interval"] = 4
+    fetcher = ReliableFetcher(config.default_capsule, ProcessIdentity.current())
+    conn_kwargs = config.default_capsule.fetch_redis_pool.connection_pool.connection_kwargs
+    assert conn_kwargs["socket_timeout"] == 5
+    started = time.monotonic()
+    assert fetcher.retrieve_work() is None  # blocked the whole window without a timeout error
+    assert time.monotonic() - started >= 3.5

@@ -154,14 +154,20 @@ class Capsule:
 
     @property
     def fetch_redis_pool(self) -> RedisPool:
-        """The fetch-only pool: one connection per processor thread."""
-        return self._pool("fetch", self.concurrency)
+        """The fetch-only pool: one connection per processor thread. Its read
+        timeout is a second wider than the ``BLMOVE`` block, so a fetch that
+        legitimately waits on an empty queue never trips it."""
+        from wurk.redis_pool import DEFAULT_READ_TIMEOUT
 
-    def _pool(self, role: str, size: int) -> RedisPool:
+        block = float(self.config.option("fetch_poll_interval", 2))
+        read_timeout = max(float(self.config.redis.get("read_timeout") or DEFAULT_READ_TIMEOUT), block + 1)
+        return self._pool("fetch", self.concurrency, read_timeout=read_timeout)
+
+    def _pool(self, role: str, size: int, **overrides: Any) -> RedisPool:
         with self._lock:
             pool = self._pools.get(role)
             if pool is None:
-                pool = self._pools[role] = self.config.new_redis_pool(size, f"{self.name}-{role}")
+                pool = self._pools[role] = self.config.new_redis_pool(size, f"{self.name}-{role}", **overrides)
             return pool
 
     def reset_redis_pools(self) -> None:

@@ -362,9 +362,11 @@ class Config:
         """The default capsule's main pool."""
         return self.default_capsule.redis_pool
 
-    def new_redis_pool(self, size: int, name: str = "custom") -> RedisPool:
-        """An extra pool on the configured server; ``reset_redis_pools`` drops it too."""
-        pool = RedisPool(self.redis, size=size, name=name, error_handlers=_LiveHandlers(self._options))
+    def new_redis_pool(self, size: int, name: str = "custom", **overrides: Any) -> RedisPool:
+        """An extra pool on the configured server (``overrides`` change its
+        connection options); ``reset_redis_pools`` drops it too."""
+        options = {**self.redis, **overrides}
+        pool = RedisPool(options, size=size, name=name, error_handlers=_LiveHandlers(self._options))
         with self._lock:
             self._custom_pools.append(pool)
         return pool
