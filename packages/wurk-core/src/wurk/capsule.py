@@ -149,6 +149,9 @@ class Capsule:
     @property
     def redis_pool(self) -> RedisPool:
         """The main pool: ``config.redis["size"]`` or ``max(concurrency + 5, 10)``."""
+        pool = self._pools.get("main")  # every push asks: answer without building options
+        if pool is not None:
+            return pool
         size = self.config.redis.get("size") or max(self.concurrency + 5, 10)
         return self._pool("main", int(size))
 

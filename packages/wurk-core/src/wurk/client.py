@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
+from wurk import keys, testing
 from wurk import payload as wire
 from wurk.payload import InvalidJobError
 
@@ -113,9 +113,9 @@ class Client:
     def _pool_for(self, item: Mapping[str, Any]) -> RedisPool:
         pool = item.get("pool")
         if pool is None:
-            options_of = getattr(item.get("class"), "get_options", None)
-            pool = options_of(self.config).get("pool") if callable(options_of) else None
-        return pool or self.redis_pool
+            class_options = getattr(item.get("class"), "wurk_options", None)
+            pool = class_options.get("pool") if isinstance(class_options, dict) else None
+        return pool or self._pool or self.config.redis_pool
 
     # -- pushing ----------------------------------------------------------------
 
@@ -134,6 +134,8 @@ class Client:
 
     def _through_chain(self, normed: Payload, pool: RedisPool) -> Payload | None:
         chain = self._chain or self.config.client_middleware
+        if not len(chain):
+            return normed
         result = chain.invoke(normed["class"], normed, normed["queue"], pool, final=lambda: normed)
         return normed if result else None
 
@@ -161,15 +163,17 @@ class Client:
         mode, logger = self.config["on_complex_arguments"], self.config.logger
         args_list = [wire.verify_args(list(args), mode, logger, template["class"]) for args in args_list]
         pool = self._pool_for(item)
+        chained = len(self._chain or self.config.client_middleware) > 0
         jids: list[str | None] = []
         for start in range(0, len(args_list), batch_size):
             chunk = args_list[start : start + batch_size]
+            fresh = wire.new_jids(len(chunk))
             pushed: list[Payload] = []
             for offset, args in enumerate(chunk):
-                job = {**template, "args": list(args), "jid": wire.new_jid()}
+                job = {**template, "args": args, "jid": fresh[offset]}
                 if ats:
                     job["at"] = ats[start + offset]
-                survivor = self._through_chain(job, pool)
+                survivor = self._through_chain(job, pool) if chained else job
                 jids.append(survivor["jid"] if survivor else None)
                 if survivor:
                     pushed.append(survivor)
@@ -195,8 +199,6 @@ class Client:
         The one place every push funnels through: the testing modes and the
         outage buffer intercept here.
         """
-        from wurk import testing
-
         if testing.enabled():
             testing.intercept(payloads, self)
             return

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from wurk import payload as wire
+from wurk.client import Client
+from wurk.defaults import default_config
 from wurk.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -127,7 +129,7 @@ class Setter:
             self._at = wire.schedule_at(options.pop("wait_until"))
         self.job_class = job_class
         self._client_class = options.pop("client_class", None)
-        self.options = _check_options(job_class.__qualname__, options)
+        self.options = _check_options(job_class.__qualname__, options) if options else {}
 
     def set(self, **options: Any) -> Setter:
         return Setter(self.job_class, {**self.options, **options})
@@ -167,9 +169,7 @@ class Setter:
             item["at"] = self._at
         if batch_size is not None:
             item["batch_size"] = batch_size
-        from wurk.client import Client
-
-        return Client().push_bulk(item)  # never deferred to a transaction
+        return Client(default_config()).push_bulk(item)  # never deferred to a transaction
 
     def perform_inline(self, *args: Any) -> Any:
         """Run now, in this thread, through the real client and server chains."""
@@ -212,8 +212,6 @@ class Job:
     def get_options(cls, config: Config | None = None) -> dict[str, Any]:
         """The global default job options with this class's options over them."""
         if config is None:
-            from wurk.defaults import default_config
-
             config = default_config()
         return {**config.default_job_options, **cls.wurk_options}
 
@@ -230,12 +228,11 @@ class Job:
     def build_client(cls) -> Any:
         """The client a push uses: ``config.register("client_class", factory)``
         (see ``wurk.transactional``) can replace the plain one."""
-        from wurk.client import Client
-        from wurk.defaults import default_config
-
         config = default_config()
         factory = config.lookup("client_class")
-        return factory(config) if factory is not None else Client(config)
+        if factory is not None:
+            return factory(config)
+        return config.lookup("client", Client)
 
     # -- enqueueing -------------------------------------------------------------
 

@@ -92,8 +92,38 @@ def new_jid() -> str:
     return os.urandom(12).hex()
 
 
+def new_jids(count: int) -> list[str]:
+    """``count`` jids from one read of the random source."""
+    pool = os.urandom(12 * count).hex()
+    return [pool[index : index + 24] for index in range(0, 24 * count, 24)]
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def is_native(value: Any) -> bool:
+    """Whether ``value`` survives a JSON round trip unchanged (the fast check;
+    :func:`find_complex` says where it does not)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is list:
+        for item in value:
+            if type(item) not in _SCALARS and not is_native(item):
+                return False
+        return True
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _SCALARS and not is_native(item)):
+                return False
+        return True
+    return False
 
 
 def find_complex(value: Any, path: str = "args") -> str | None:
@@ -128,9 +158,9 @@ def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_clas
     other objects their ``str()``), so the job sees in the worker exactly what
     the payload holds.
     """
-    problem = find_complex(args)
-    if problem is None:
+    if is_native(args):
         return args
+    problem = find_complex(args)
     message = (
         f"job {job_class} has an argument that is not native JSON: {problem}. "
         "Pass only None, bool, int, float, str, list and dict with str keys "
