@@ -114,7 +114,7 @@ def is_native(value: Any) -> bool:
     if kind is float:
         return math.isfinite(value)
     if kind is list:
-        for item in value:
+        for item in value:  # noqa: SIM110 - a loop: all() with a generator costs twice as much here
             if type(item) not in _SCALARS and not is_native(item):
                 return False
         return True
