@@ -287,3 +287,34 @@ def test_the_worker_runs_jobs_pushed_in_the_foreign_form(workers, redis):
     wait_for(lambda: "by name" in executions(redis), timeout=30)
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
+
+
+def test_ttin_dumps_threads_and_leader_opt_out(workers, redis):
+    worker = workers.start("-c", "1", env={"WURK_LEADER": "false"})
+    wait_for(lambda: redis.scard("processes") == 1, timeout=30)
+    worker.signal(signal.SIGTTIN)
+    wait_for(lambda: "thread wurk-heartbeat" in worker.log.read_text(), timeout=10)
+    assert redis.get("dear-leader") is None
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert "not campaigning for leadership" in worker.output()
+
+
+def test_usr2_reopens_a_log_file_after_rotation(workers, redis, tmp_path):
+    log = tmp_path / "worker.log"
+    app = tmp_path / "logging_app.py"
+    app.write_text(
+        "import wurk\n"
+        "from wurk.logger import build_logger\n"
+        f"@wurk.configure_server\ndef to_file(config):\n    config.logger = build_logger({str(log)!r})\n"
+        "from tests.worker.worker_app import *  # noqa\n"
+    )
+    worker = workers.start("-r", str(app), "-c", "1")
+    wait_for(lambda: log.exists() and "starting" in log.read_text(), timeout=30)
+    log.rename(tmp_path / "worker.log.1")  # what logrotate does
+    worker.signal(signal.SIGUSR2)
+    wait_for(log.exists, timeout=10)
+    Record.perform_async("after rotation")
+    wait_for(lambda: "after rotation" in executions(redis) and "done" in log.read_text(), timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
