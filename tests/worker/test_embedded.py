@@ -12,6 +12,7 @@ import pytest
 import wurk
 from tests.helpers import wait_for
 from wurk.embedded import free_port
+from wurk.fetch import ReliableFetcher
 
 
 class Note(wurk.Job):
@@ -135,3 +136,33 @@ def test_health_check_options_are_validated(config):
         config.health_check(port=0, ready_window=0)
     with pytest.raises(wurk.ConfigurationError, match="bind"):
         config.health_check(port=0, bind="")
+
+
+class CountingFetcher(ReliableFetcher):
+    """A custom fetcher: the reliable one, counting what it hands out."""
+
+    handed_out = 0
+
+    def retrieve_work(self):
+        uow = super().retrieve_work()
+        if uow is not None:
+            type(self).handed_out += 1
+        return uow
+
+
+def test_a_custom_fetcher_class_and_its_setup_hook(config, redis):
+    seen = []
+    config["fetch_class"] = CountingFetcher
+    config["fetch_setup"] = seen.append
+    config["heartbeat_interval"] = 0.3
+    CountingFetcher.handed_out = 0
+    instance = wurk.configure_embed()
+    Note.perform_bulk([["f1"], ["f2"], ["f3"]])
+    instance.run()
+    try:
+        wait_for(lambda: redis.hlen("executions") == 3)
+    finally:
+        instance.stop()
+    assert CountingFetcher.handed_out == 3
+    assert len(seen) == 1
+    assert isinstance(seen[0], CountingFetcher)
