@@ -124,8 +124,9 @@ def test_a_failing_job_goes_through_retry_to_dead(workers, redis):
     dead = json.loads(redis.zrange("dead", 0, -1)[0])
     assert (dead["jid"], dead["retry_count"]) == (jid, 2)
     assert redis.zcard("retry") == 0
+    # The death handlers run just after the dead-set write.
+    wait_for(lambda: [jid, "ValueError"] in [json.loads(d) for d in redis.lrange("deaths", 0, -1)], timeout=10)
     deaths = [json.loads(d) for d in redis.lrange("deaths", 0, -1)]
-    assert [jid, "ValueError"] in deaths
     assert any(error == "RuntimeError" for _, error in deaths)  # retry=False: death handlers only
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
