@@ -64,7 +64,8 @@ def test_a_job_recovered_three_times_lands_in_the_dead_set(workers, redis):
     assert 0 < redis.ttl(f"super_fetch:recovered:{jid}") <= 72 * 3600
     assert redis.llen("queue:default") == 0
     assert int(executions(redis)["pill"]) == 3
-    wait_for(lambda: redis.llen("poisoned") == 1)  # the callbacks run right after the kill
+    # The callbacks run right after the kill: on_poison first, then the recovery callback.
+    wait_for(lambda: redis.lrange("recoveries", -1, -1) == [b"poison"])
     [pill] = [json.loads(item) for item in redis.lrange("poisoned", 0, -1)]
     assert pill == {"jid": jid, "klass": "tests.worker.worker_app.Killer", "count": 3, "queue": "default"}
     recoveries = redis.lrange("recoveries", 0, -1)

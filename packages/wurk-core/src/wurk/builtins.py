@@ -1,5 +1,8 @@
 """Core's own plugin: the built-ins, registered through the same hooks as any
-feature package (under the name ``core``, which cannot be switched off)."""
+feature package (under the name ``core``, which cannot be switched off).
+
+Execution metrics ride on the lifecycle hooks: the counts are flushed on
+every heartbeat (when due) and once more at exit."""
 
 from __future__ import annotations
 
@@ -24,3 +27,22 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Any) -> None:
     server.prepend(InterruptHandler)
     if not server.exists(Expiry):
         server.add(Expiry)
+    from wurk.metrics import History, Statsd
+
+    for metrics in (Statsd, History):
+        if not server.exists(metrics):
+            server.add(metrics)
+
+
+@hookimpl
+def wurk_beat(config: Any) -> None:
+    from wurk.metrics import flush_on_beat
+
+    flush_on_beat(config)
+
+
+@hookimpl
+def wurk_exit(config: Any) -> None:
+    from wurk.metrics import flush_at_exit
+
+    flush_at_exit(config)

@@ -120,8 +120,9 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 
 def _core_commands() -> list[click.Command]:
     from wurk.demo import demo_command
+    from wurk.ops import OPS_COMMANDS
 
-    return [plugins_command, demo_command]
+    return [plugins_command, demo_command, *OPS_COMMANDS]
 
 
 def build(config: Config | None = None) -> click.Group:

@@ -83,7 +83,11 @@ class Launcher:
         reaper = Reaper(config, self.identity, served)
         reaper.start()
         self.leader.start()
-        self.extras += [reaper, self.leader]
+        from wurk.metrics.rollup import MetricsRollup
+
+        rollup = MetricsRollup(config, self.leader)  # acts only while this process leads
+        rollup.start()
+        self.extras += [reaper, self.leader, rollup]
         options = config.option("health_check_options")
         if options:  # last, so "ready" means everything above is running
             from wurk.health import HealthCheck

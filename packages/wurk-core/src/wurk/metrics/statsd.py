@@ -1,0 +1,78 @@
+"""Statsd / DogStatsD job metrics: a built-in server middleware, idle until configured.
+
+Until ``config.dogstatsd`` names a client factory it only passes the job on,
+so leaving it registered costs one attribute read per job. With a client, each
+job sends the metric names Sidekiq Pro uses, so existing dashboards keep
+working:
+
+* ``jobs.count``: every execution;
+* ``jobs.success`` / ``jobs.failure``: how it ended (an interrupted job is
+  neither);
+* ``jobs.perform``: its duration in milliseconds (a timing).
+
+Clients that take tags (DogStatsD's ``increment(name, tags=[...])``) get
+``worker:<class>`` and ``queue:<queue>``; plain statsd clients
+(``incr`` / ``timing``) get the bare names. A client that raises is reported
+through the error handlers and never fails the job.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wurk.errors import Interrupted
+from wurk.metrics.tracking import class_name
+from wurk.middleware import ServerMiddleware
+from wurk.retry import Skip
+
+COUNT = "jobs.count"
+SUCCESS = "jobs.success"
+FAILURE = "jobs.failure"
+PERFORM = "jobs.perform"
+
+
+def increment(client: Any, metric: str, tags: list[str]) -> None:
+    """Add one to ``metric``, with tags when the client supports them."""
+    if hasattr(client, "increment"):
+        client.increment(metric, tags=tags)
+    else:
+        client.incr(metric)
+
+
+def timing(client: Any, metric: str, ms: float, tags: list[str]) -> None:
+    """Record a duration in milliseconds, with tags when the client supports them."""
+    if hasattr(client, "increment"):  # the DogStatsD-style API takes tags everywhere
+        client.timing(metric, ms, tags=tags)
+    else:
+        client.timing(metric, ms)
+
+
+class Statsd(ServerMiddleware):
+    """Sends ``jobs.*`` metrics for every job to ``config.statsd``."""
+
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        config = getattr(self.config, "config", self.config)  # a capsule's chain holds the capsule
+        if config is None or config.dogstatsd is None:
+            return call_next()
+        client = config.statsd
+        tags = [f"worker:{class_name(job)}", f"queue:{queue}"]
+        started = time.monotonic()
+        outcome: str | None = FAILURE
+        try:
+            result = call_next()
+            outcome = SUCCESS
+            return result
+        except (Skip, Interrupted):
+            outcome = None
+            raise
+        finally:
+            ms = (time.monotonic() - started) * 1000.0
+            try:
+                increment(client, COUNT, tags)
+                if outcome is not None:
+                    increment(client, outcome, tags)
+                timing(client, PERFORM, ms, tags)
+            except Exception as exc:
+                config.handle_exception(exc, {"context": "statsd", "jid": job.get("jid")})
