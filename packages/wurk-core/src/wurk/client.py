@@ -210,30 +210,30 @@ class Client:
             self.write(payloads, pool)
 
     def write(self, payloads: Sequence[Payload], pool: RedisPool) -> None:
-        """One round trip to Redis for ``payloads`` (all scheduled or all immediate)."""
+        """One round trip to Redis for ``payloads``: ``ZADD schedule`` for the
+        scheduled ones; ``SADD queues`` and one ``LPUSH`` per queue for the rest."""
         scheduled = [job for job in payloads if job.get("at") is not None]
         immediate = [job for job in payloads if job.get("at") is None]
-        pool.execute(lambda conn: self._write_on(conn, scheduled, immediate))
+        pool.execute(lambda conn: pool.send(self._commands(scheduled, immediate)))
 
     @staticmethod
-    def _write_on(conn: Any, scheduled: list[Payload], immediate: list[Payload]) -> None:
-        pipe = conn.pipeline(transaction=False)
+    def _commands(scheduled: list[Payload], immediate: list[Payload]) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = []
         if scheduled:
-            mapping: dict[str, float] = {}
+            pairs: list[Any] = []
             for job in scheduled:
                 member = {key: value for key, value in job.items() if key not in ("at", "enqueued_at")}
-                mapping[wire.dumps(member)] = float(job["at"])
-            pipe.zadd(keys.SCHEDULE, mapping)
+                pairs += [float(job["at"]), wire.dumps(member)]
+            commands.append(("ZADD", keys.SCHEDULE, *pairs))
         if immediate:
             now = wire.now_ms()
             by_queue: dict[str, list[str]] = {}
             for job in immediate:
                 job["enqueued_at"] = now
                 by_queue.setdefault(job["queue"], []).append(wire.dumps(job))
-            pipe.sadd(keys.QUEUES, *by_queue)
-            for queue, encoded in by_queue.items():
-                pipe.lpush(keys.queue(queue), *encoded)
-        pipe.execute()
+            commands.append(("SADD", keys.QUEUES, *by_queue))
+            commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
+        return commands
 
 
 def perform_time(interval_or_time: Any) -> float | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -215,6 +215,24 @@ class RedisPool:
                 handler(info)
             except Exception:
                 logger.exception("on_redis_error handler raised")
+
+    def send(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write on one connection and read every reply.
+
+        A pipeline without redis-py's pipeline object, whose bookkeeping costs
+        about as much as the round trip itself on the push path. An error reply
+        raises (after the connection is dropped, since the replies behind it are
+        unread); wrap the call in :meth:`execute` for the retry rules.
+        """
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            return [connection.read_response() for _ in commands]
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
 
     def ping(self) -> bool:
         return bool(self.execute(lambda conn: conn.ping()))
