@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk._version import __version__
+from wurk.component import BackgroundThread
 
 if TYPE_CHECKING:
     from wurk.launcher import Launcher
@@ -41,15 +41,16 @@ def rss_kb() -> int:
     return 0
 
 
-class Heartbeat:
+class Heartbeat(BackgroundThread):
+    thread_name = "wurk-heartbeat"
+
     def __init__(self, launcher: Launcher, on_signal: Callable[[str], None]) -> None:
         self.launcher = launcher
         self.config = launcher.config
         self.identity = launcher.identity.identity
         self.on_signal = on_signal
+        super().__init__()
         self.last_beat: float | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._info = json.dumps(self.info(), separators=(",", ":"), ensure_ascii=False)
         self._pause = float(self.config.option("heartbeat_interval", BEAT_PAUSE))
 
@@ -76,18 +77,12 @@ class Heartbeat:
         }
 
     def start(self) -> None:
-        self.beat()
-        self._thread = threading.Thread(target=self._run, name="wurk-heartbeat", daemon=True)
-        self._thread.start()
+        self.beat()  # the first beat before any job runs: the process is visible at once
+        super().start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._pause):
+        while not self.wait(self._pause):
             self.beat()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
 
     def beat(self) -> None:
         try:

@@ -10,17 +10,19 @@ than after the TTL. ``WURK_LEADER=false`` keeps a process out of elections.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import TYPE_CHECKING
 
 from wurk import env, keys
+from wurk.component import BackgroundThread
 
 if TYPE_CHECKING:
     from wurk.config import Config
 
 
-class Leader:
+class Leader(BackgroundThread):
+    thread_name = "wurk-leader"
+
     def __init__(self, config: Config, identity: str) -> None:
         self.config = config
         self.identity = identity
@@ -29,8 +31,7 @@ class Leader:
         self.follower_interval = float(config.option("leader_follower_interval", 60))
         self.token: int | None = None
         self._until = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     def is_leader(self) -> bool:
         """Cached: true while our last successful claim or renewal is within the TTL."""
@@ -40,18 +41,17 @@ class Leader:
         if env.leader_opted_out():
             self.config.logger.info("WURK_LEADER=false: not campaigning for leadership")
             return
-        self._thread = threading.Thread(target=self._run, name="wurk-leader", daemon=True)
-        self._thread.start()
+        super().start()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while not self.stopping:
             try:
                 self.campaign()
             except Exception as exc:
                 self._until = 0.0
                 self.config.handle_exception(exc, {"context": "leader election"})
             wait = self.renew_interval if self.is_leader() else self.follower_interval
-            if self._stop.wait(wait):
+            if self.wait(wait):
                 return
 
     def campaign(self) -> bool:
@@ -79,9 +79,7 @@ class Leader:
         return False
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        super().stop()
         if self.is_leader():
             try:
                 self.config.redis_pool.execute(

@@ -25,12 +25,12 @@ its copy is taken off the queue.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk import payload as wire
+from wurk.component import BackgroundThread
 from wurk.identity import parse_private_queue
 
 if TYPE_CHECKING:
@@ -45,28 +45,20 @@ FULL_INTERVAL = 3600
 RECLAIM_BATCH = 100
 
 
-class Reaper:
+class Reaper(BackgroundThread):
+    thread_name = "wurk-reaper"
+
     def __init__(self, config: Config, identity: ProcessIdentity, queues: list[str]) -> None:
         self.config = config
         self.identity = identity
         self.queues = queues
         self.interval = float(config.option("super_fetch_reaper_interval", 60))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
         self._last_full = float("-inf")  # the first periodic pass may sweep everything
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wurk-reaper", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
 
     def _run(self) -> None:
         self._guarded(self.sweep)  # the boot sweep: no lock, our dead sibling's jobs come back now
-        while not self._stop.wait(self.interval):
+        while not self.wait(self.interval):
             self._guarded(self.periodic)
 
     def _guarded(self, action: Any) -> None:

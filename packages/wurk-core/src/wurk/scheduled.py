@@ -21,13 +21,13 @@ Two promoters:
 from __future__ import annotations
 
 import random
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk import payload as wire
 from wurk.client import Client
+from wurk.component import BackgroundThread
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -81,30 +81,25 @@ class ReliableEnq(Enq):
         return moved
 
 
-class Poller:
+class Poller(BackgroundThread):
+    thread_name = "wurk-scheduler"
+
     def __init__(self, config: Config) -> None:
         self.config = config
+        super().__init__()
         self.enq: Enq = ReliableEnq(config) if config.option("scheduled_enq") == "reliable" else Enq(config)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wurk-scheduler", daemon=True)
-        self._thread.start()
 
     def stop(self) -> None:
         self.enq.done = True
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        super().stop()
 
     def _run(self) -> None:
-        if self._stop.wait(self.initial_wait()):
+        if self.wait(self.initial_wait()):
             return
         self.cleanup_processes()
-        while not self._stop.is_set():
+        while not self.stopping:
             self.enqueue()
-            if self._stop.wait(self.random_interval()):
+            if self.wait(self.random_interval()):
                 return
 
     def enqueue(self) -> None:

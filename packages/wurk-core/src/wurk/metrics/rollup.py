@@ -21,7 +21,6 @@ Both are best effort: a failure is reported and the next tick carries on.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from wurk import keys as core_keys
 from wurk import payload as wire
 from wurk.api._base import as_int, seconds_since, text
+from wurk.component import BackgroundThread
 from wurk.metrics import keys
 
 if TYPE_CHECKING:
@@ -43,7 +43,9 @@ SETTLE_SECONDS = 60
 BACKLOG_MINUTES = keys.ONE_MINUTE_TTL // 60
 
 
-class MetricsRollup:
+class MetricsRollup(BackgroundThread):
+    thread_name = "wurk-metrics-rollup"
+
     """A named thread that samples and rolls up while this process leads."""
 
     def __init__(self, config: Config, leader: Leader) -> None:
@@ -51,20 +53,10 @@ class MetricsRollup:
         self.leader = leader
         self.interval = float(config.option("metrics_rollup_interval", DEFAULT_INTERVAL))
         self.stream_cap = int(config.option("history_stream_cap", DEFAULT_STREAM_CAP))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="wurk-metrics-rollup", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        super().__init__()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self.wait(self.interval):
             if self.leader.is_leader():
                 try:
                     self.tick()
