@@ -166,3 +166,25 @@ def test_a_custom_fetcher_class_and_its_setup_hook(config, redis):
     assert CountingFetcher.handed_out == 3
     assert len(seen) == 1
     assert isinstance(seen[0], CountingFetcher)
+
+
+class Failing(wurk.Job, retry=3):
+    def perform(self, key):
+        wurk.default_config().redis_pool.client.hincrby("executions", str(key), 1)
+        raise ValueError("fails every time")
+
+
+def test_a_failure_that_cannot_be_booked_goes_back_to_its_queue(config, redis):
+    redis.set("retry", "not a sorted set")  # every retry booking now fails (WRONGTYPE)
+    config["heartbeat_interval"] = 0.3
+    instance = wurk.configure_embed()
+    Failing.perform_async("unbookable")
+    instance.run()
+    try:
+        wait_for(lambda: int(redis.hget("executions", "unbookable") or 0) >= 2, timeout=15)
+        redis.delete("retry")  # the booking works again
+        wait_for(lambda: redis.zcard("retry") == 1, timeout=15)
+    finally:
+        instance.stop()
+    assert json.loads(redis.zrange("retry", 0, -1)[0])["retry_count"] == 0
+    assert [key for key in redis.keys("queue:*") if b"|" in key] == []

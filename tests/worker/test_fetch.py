@@ -102,7 +102,6 @@ def test_a_lost_reply_is_reconciled(config, redis):
     fetcher = fetcher_for(config, "default")
     push(redis, "default", "kept", "lost")
     kept = fetcher.retrieve_work()
-    fetcher.running = lambda: {(kept.private, kept.job)}
     redis.lmove("queue:default", kept.private, "RIGHT", "LEFT")  # a claim whose reply never arrived
     fetcher._suspect = True
     assert fetcher.retrieve_work() is not None  # the reconcile put "lost" back, then fetched it

@@ -89,9 +89,12 @@ class ReliableFetcher:
         self._paused: frozenset[str] = frozenset()
         self._paused_at = 0.0
         self._suspect = False
-        #: Jobs the processors are running, as (private list, job) pairs; the
-        #: manager replaces this so a reconcile never requeues a running job.
-        self.running: Callable[[], set[tuple[str, str]]] = set
+        #: Every claimed job not yet acknowledged or given back, as (private
+        #: list, job): what a reconcile must leave where it is.
+        self._outstanding: set[tuple[str, str]] = set()
+        self._turns = threading.Condition(self._lock)
+        self._claims = 0
+        self._reconciling = False
         #: How many jobs to claim beyond the threads waiting right now; the
         #: manager raises it while jobs are short, when claiming one job per
         #: round trip would leave the threads waiting on Redis.
@@ -129,7 +132,13 @@ class ReliableFetcher:
             self._waiting += 1
             wanted = min(self.capsule.concurrency, self._waiting + self.prefetch())
         try:
-            return self._fetch(wanted)
+            if self._suspect:
+                self._reconcile()
+            self._begin_claim()
+            try:
+                return self._fetch(wanted)
+            finally:
+                self._end_claim()
         except (RedisError, RedisConnectionError):
             self._suspect = True  # a claim may have happened whose reply we lost
             raise
@@ -137,9 +146,18 @@ class ReliableFetcher:
             with self._lock:
                 self._waiting -= 1
 
+    def _begin_claim(self) -> None:
+        with self._turns:
+            while self._reconciling:
+                self._turns.wait()
+            self._claims += 1
+
+    def _end_claim(self) -> None:
+        with self._turns:
+            self._claims -= 1
+            self._turns.notify_all()
+
     def _fetch(self, wanted: int) -> UnitOfWork | None:
-        if self._suspect:
-            self._reconcile()
         order = self.queue_order()
         fetch_keys = [keys.PAUSED]
         for name in order:
@@ -158,6 +176,7 @@ class ReliableFetcher:
         except BaseException:
             self._restore_acks(acks)
             raise
+        self._settled(acks)
         if claimed:
             return self._keep(order, claimed)
         return self._block(order)
@@ -169,9 +188,9 @@ class ReliableFetcher:
             job = claimed[index + 1]
             units.append(UnitOfWork(name, job.decode() if isinstance(job, bytes) else job, self._private[name], self))
         first, rest = units[0], units[1:]
-        if rest:
-            with self._lock:
-                self._local.extend(rest)
+        with self._lock:
+            self._outstanding.update((uow.private, uow.job) for uow in units)
+            self._local.extend(rest)
         return first
 
     def _block(self, order: list[str]) -> UnitOfWork | None:
@@ -189,7 +208,10 @@ class ReliableFetcher:
         )
         if job is None:
             return None
-        return UnitOfWork(name, job.decode() if isinstance(job, bytes) else job, self._private[name], self)
+        uow = UnitOfWork(name, job.decode() if isinstance(job, bytes) else job, self._private[name], self)
+        with self._lock:
+            self._outstanding.add((uow.private, uow.job))
+        return uow
 
     # -- acknowledging ------------------------------------------------------------
 
@@ -207,6 +229,12 @@ class ReliableFetcher:
         with self._lock:
             self._acks[:0] = acks
 
+    def _settled(self, units: list[UnitOfWork]) -> None:
+        """These jobs have left the private list: stop tracking them."""
+        if units:
+            with self._lock:
+                self._outstanding.difference_update((uow.private, uow.job) for uow in units)
+
     def flush_acks(self) -> None:
         acks = self._take_acks()
         if not acks:
@@ -223,6 +251,7 @@ class ReliableFetcher:
         except BaseException:
             self._restore_acks(acks)
             raise
+        self._settled(acks)
 
     # -- giving jobs back ---------------------------------------------------------
 
@@ -232,6 +261,7 @@ class ReliableFetcher:
         conn = self.pool.client
         for uow in units:
             moved += int(self.scripts.call("core.requeue", conn, [uow.private, keys.queue(uow.queue)], [uow.job]))
+        self._settled(units)
         return moved
 
     def unstarted(self) -> list[UnitOfWork]:
@@ -248,25 +278,46 @@ class ReliableFetcher:
         """
         self.unstarted()
         self.flush_acks()
-        return self._requeue_leftovers(in_flight=set())
+        moved = self._requeue_leftovers(keep=set())
+        with self._lock:
+            self._outstanding.clear()
+        return moved
 
-    def _requeue_leftovers(self, in_flight: set[tuple[str, str]]) -> int:
+    def _requeue_leftovers(self, keep: set[tuple[str, str]]) -> int:
         moved = 0
         conn = self.pool.client
         for name, private in self._private.items():
             jobs = [j.decode() if isinstance(j, bytes) else j for j in conn.lrange(private, 0, -1)]
-            leftovers = [job for job in jobs if (private, job) not in in_flight]
+            leftovers = [job for job in jobs if (private, job) not in keep]
             if leftovers:
                 # Newest claim first, so the oldest ends up at the queue's tail
                 # and is fetched first again.
                 moved += int(self.scripts.call("core.requeue", conn, [private, keys.queue(name)], leftovers))
         return moved
 
+    def abandon(self, uow: UnitOfWork) -> None:
+        """A job that was neither finished nor booked (the retry layer could not
+        reach Redis): it is still in the private list, and the next claim gives
+        it back to its queue (the reaper would not: this process is alive)."""
+        self._settled([uow])
+        self._suspect = True
+
     def _reconcile(self) -> None:
-        """After a failed round trip, give back any claim whose reply was lost."""
-        with self._lock:
-            known = {(uow.private, uow.job) for uow in self._local}
-            known |= {(uow.private, uow.job) for uow in self._acks}
-        known |= self.running()
-        self._requeue_leftovers(known)
-        self._suspect = False
+        """Give back every job in our private lists that no thread holds: a claim
+        whose reply was lost, or an abandoned job. No claim runs meanwhile, so
+        nothing in transit is mistaken for a leftover."""
+        with self._turns:
+            if self._reconciling:
+                return
+            self._reconciling = True
+            while self._claims:
+                self._turns.wait()
+        try:
+            with self._lock:
+                keep = set(self._outstanding)
+            self._requeue_leftovers(keep)
+            self._suspect = False
+        finally:
+            with self._turns:
+                self._reconciling = False
+                self._turns.notify_all()

@@ -47,8 +47,6 @@ class Manager:
         setup = self.config.option("fetch_setup")
         if setup is not None:
             setup(self.fetcher)
-        if hasattr(self.fetcher, "running"):
-            self.fetcher.running = self.running_jobs
         if hasattr(self.fetcher, "prefetch"):
             self.fetcher.prefetch = self.prefetch
         self._average = SLOW_JOB
@@ -76,9 +74,6 @@ class Manager:
     def start(self) -> None:
         for processor in self.processors:
             processor.start()
-
-    def running_jobs(self) -> set[tuple[str, str]]:
-        return {(p.current.private, p.current.job) for p in list(self.processors) if p.current is not None}
 
     def busy(self) -> int:
         return sum(1 for p in list(self.processors) if p.current is not None)

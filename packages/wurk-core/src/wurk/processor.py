@@ -126,7 +126,12 @@ class Processor:
                 raise ValueError(f"a job must be a JSON object, got {type(job).__name__}")
         except ValueError as exc:
             self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
-            self.retrier.kill_raw(jobstr)
+            try:
+                self.retrier.kill_raw(jobstr)
+            except Exception as kill_exc:
+                self.config.handle_exception(kill_exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
+                self._abandon(uow)
+                return
             uow.acknowledge()
             return
         ack = False
@@ -152,12 +157,21 @@ class Processor:
             except Shutdown:
                 self._log_end("interrupted", started)
             except BaseException as exc:
-                # Past the retry layer (say Redis is down): leave the job in the
-                # private list, from where it goes back to its queue.
+                # Past the retry layer (say Redis went away while booking the
+                # failure): the job stays in the private list, and the next
+                # fetch gives it back to its queue.
                 self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
+                self._abandon(uow)
             finally:
                 if ack:
                     uow.acknowledge()
+
+    def _abandon(self, uow: UnitOfWork) -> None:
+        """A job neither finished nor booked stays in the private list; the
+        fetcher gives it back to its queue on its next claim."""
+        abandon = getattr(self.fetcher, "abandon", None)
+        if abandon is not None:
+            abandon(uow)
 
     def _log_end(self, word: str, started: float) -> None:
         if not self._skip_logging:
