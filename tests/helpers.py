@@ -95,3 +95,27 @@ class Subprocess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+class WorkerPool:
+    """Real ``wurk`` worker processes on one test server, each logging to its own
+    file, all stopped when the test ends (see the ``workers`` fixtures)."""
+
+    def __init__(self, redis_url: str, logs: Path, app: str, env: Mapping[str, str]) -> None:
+        self.redis_url = redis_url
+        self.logs = logs
+        self.app = app
+        self.env = dict(env)
+        self.started: list[Subprocess] = []
+
+    def start(self, *args: str, env: Mapping[str, str] | None = None) -> Subprocess:
+        command = [sys.executable, "-m", "wurk.cli", "-r", self.app, *args]
+        log = self.logs / f"worker-{len(self.started)}.log"
+        full_env = {"REDIS_URL": self.redis_url, **self.env, **(env or {})}
+        worker = Subprocess(command, env=full_env, cwd=ROOT, log=log)
+        self.started.append(worker)
+        return worker
+
+    def stop_all(self) -> None:
+        for worker in self.started:
+            worker.stop(timeout=15)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 import wurk
-from tests.helpers import ROOT, Subprocess, wait_for
+from tests.helpers import ROOT, WorkerPool, wait_for
 from tests.worker.worker_app import Record, Slow
 from wurk.api.processes import EmbeddedProcessError, Process, ProcessSet, Work, WorkSet
 
@@ -24,28 +22,11 @@ def fixture(name: str) -> dict:
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
 
 
-class Workers:
-    """Real ``wurk`` worker processes running ``tests.worker.worker_app``."""
-
-    def __init__(self, redis_url: str, logs: Path) -> None:
-        self.redis_url = redis_url
-        self.logs = logs
-        self.started: list[Subprocess] = []
-
-    def start(self, *args: str) -> Subprocess:
-        command = [sys.executable, "-m", "wurk.cli", "-r", "tests.worker.worker_app", *args]
-        log = self.logs / f"worker-{len(self.started)}.log"
-        worker = Subprocess(command, env={"REDIS_URL": self.redis_url, **FAST}, cwd=ROOT, log=log)
-        self.started.append(worker)
-        return worker
-
-
 @pytest.fixture
-def workers(config, redis_url, tmp_path) -> Iterator[Workers]:
-    pool = Workers(redis_url, tmp_path)
+def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.worker_app", FAST)
     yield pool
-    for worker in pool.started:
-        worker.stop(timeout=15)
+    pool.stop_all()
 
 
 def write_sidekiq_process(redis, *, embedded: bool = False, quiet: str = "false") -> str:

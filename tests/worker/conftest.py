@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, Subprocess
+from tests.helpers import WorkerPool
 
 FAST = {
     "TEST_POLL_INTERVAL": "0.2",
@@ -16,26 +14,8 @@ FAST = {
 }
 
 
-class Workers:
-    def __init__(self, redis_url: str, logs: Path) -> None:
-        self.redis_url = redis_url
-        self.logs = logs
-        self.started: list[Subprocess] = []
-
-    def start(self, *args: str, env: dict[str, str] | None = None) -> Subprocess:
-        command = [sys.executable, "-m", "wurk.cli", "-r", "tests.worker.worker_app", *args]
-        log = self.logs / f"worker-{len(self.started)}.log"
-        worker = Subprocess(command, env={"REDIS_URL": self.redis_url, **FAST, **(env or {})}, cwd=ROOT, log=log)
-        self.started.append(worker)
-        return worker
-
-    def stop_all(self) -> None:
-        for worker in self.started:
-            worker.stop(timeout=15)
-
-
 @pytest.fixture
-def workers(config, redis_url, tmp_path) -> Iterator[Workers]:
-    pool = Workers(redis_url, tmp_path)
+def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.worker_app", FAST)
     yield pool
     pool.stop_all()
