@@ -63,6 +63,20 @@ def as_int(value: Any) -> int:
         return 0
 
 
+def busy_threads(conn: Any) -> int:
+    """Jobs running right now: the ``busy`` field summed over every member of
+    ``processes`` (lapsed ones count 0), one pipelined round trip."""
+    from wurk import keys
+
+    members = list(conn.sscan_iter(keys.PROCESSES))
+    if not members:
+        return 0
+    pipe = conn.pipeline(transaction=False)
+    for member in members:
+        pipe.hget(member, "busy")
+    return sum(as_int(value) for value in pipe.execute())
+
+
 def time_from_stamp(stamp: Any) -> datetime | None:
     """A payload timestamp as an aware UTC datetime.
 

@@ -22,7 +22,7 @@ from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys
-from wurk.api._base import RedisAccess, as_int, text
+from wurk.api._base import RedisAccess, as_int, busy_threads, text
 from wurk.api.record import JobRecord
 from wurk.errors import WurkError
 from wurk.scheduled import cleanup_processes
@@ -330,17 +330,7 @@ class WorkSet(RedisAccess):
     @property
     def size(self) -> int:
         """Busy threads: the sum of every member's ``busy`` field."""
-
-        def busy(conn: Any) -> int:
-            members = list(conn.sscan_iter(keys.PROCESSES))
-            if not members:
-                return 0
-            pipe = conn.pipeline(transaction=False)
-            for member in members:
-                pipe.hget(member, "busy")
-            return sum(as_int(value) for value in pipe.execute())
-
-        return int(self.run(busy))
+        return int(self.run(busy_threads))
 
     def find_work(self, jid: str) -> Work | None:
         """The running job with this jid, by reading every work hash (for consoles)."""

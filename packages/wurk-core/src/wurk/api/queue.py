@@ -138,7 +138,7 @@ class Queue(RedisAccess):
         """Remove the job with this jid; how many payloads went (one round trip)."""
         if not isinstance(jid, str) or not jid.strip():
             raise ValueError(f"delete_job needs a jid, got {jid!r}")
-        return self._delete("core.queue_delete_job", jid)
+        return self._delete(jid, "jid")
 
     def delete_by_class(self, klass: Any) -> int:
         """Remove every job of a class (a job class or its wire name), including
@@ -146,10 +146,11 @@ class Queue(RedisAccess):
         name = wire.class_name(klass) if not isinstance(klass, str) else klass
         if not name.strip():
             raise ValueError(f"delete_by_class needs a class name, got {klass!r}")
-        return self._delete("core.queue_delete_by_class", name)
+        return self._delete(name, "class", "wrapped")
 
-    def _delete(self, script: str, needle: str) -> int:
+    def _delete(self, value: str, *fields: str) -> int:
         scripts = self.config.scripts
-        removed = int(self.run(lambda conn: scripts.call(script, conn, [self.key], [needle, SCRIPT_CHUNK])))
+        args = [value, SCRIPT_CHUNK, *fields]
+        removed = int(self.run(lambda conn: scripts.call("core.queue_delete_matching", conn, [self.key], args)))
         self._note_removed(removed)
         return removed

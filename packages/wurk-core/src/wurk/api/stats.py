@@ -15,7 +15,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from wurk import keys
-from wurk.api._base import RedisAccess, as_int, text
+from wurk.api._base import RedisAccess, as_int, busy_threads, text
 from wurk.api.record import raw_latency
 
 if TYPE_CHECKING:
@@ -148,17 +148,7 @@ class Stats(RedisAccess):
     @property
     def workers_size(self) -> int:
         """Jobs running right now: the ``busy`` field summed over every process."""
-
-        def busy(conn: Any) -> int:
-            identities = list(conn.sscan_iter(keys.PROCESSES))
-            if not identities:
-                return 0
-            pipe = conn.pipeline(transaction=False)
-            for identity in identities:
-                pipe.hget(identity, "busy")
-            return sum(as_int(value) for value in pipe.execute())
-
-        return self.run(busy)
+        return int(self.run(busy_threads))
 
     @property
     def queues(self) -> dict[str, int]:

@@ -1,24 +1,38 @@
--- Deletes every job of one class from a queue, reading the list inside the
--- server so that a queue of any length costs the caller one round trip.
--- A job matches on its `class` or, for a wrapper job (Ruby ActiveJob, Django
--- tasks), on its `wrapped` class. A payload is a candidate when it contains the
--- literal `"class":"<name>"` or `"wrapped":"<name>"` (or the same with a space
--- after the colon, as a hand-written payload may have it); a candidate that decodes
--- as JSON must carry the name in that top-level field (so a class named inside
--- another job's arguments is not matched); one that does not decode is matched
--- on the literal alone, so a partly corrupt payload can still be removed.
+-- Deletes from a queue every job whose top-level field (one of ARGV[3..n])
+-- holds ARGV[1]: a jid (`jid`), or a class (`class` and, for wrapper jobs such
+-- as Ruby ActiveJob or Django tasks, `wrapped`). The list is read inside the
+-- server, so a queue of any length costs the caller one round trip and no
+-- payload crosses the network.
+-- A payload is a candidate when it contains the literal `"<field>":"<value>"`
+-- (or `"<field>": "<value>"`, as a hand-written payload may have it); the
+-- others cost no JSON work. A candidate that decodes as JSON must carry the
+-- value in one of those top-level fields, so a value quoted inside another
+-- job's arguments is not matched; one that does not decode is matched on the
+-- literal alone, so a partly corrupt payload can still be removed.
 -- KEYS[1]: the queue list (`queue:<name>`)
--- ARGV[1]: the class name as it appears on the wire
+-- ARGV[1]: the value to match, as it appears on the wire
 -- ARGV[2]: entries to read per LRANGE inside the script (bounds Lua's memory)
+-- ARGV[3..n]: the fields that may hold it
 -- Returns: the number of payloads removed.
-local name = ARGV[1]
-local needles = {
-  '"class":"' .. name .. '"', '"wrapped":"' .. name .. '"',
-  '"class": "' .. name .. '"', '"wrapped": "' .. name .. '"',
-}
+local value = ARGV[1]
+local fields = {}
+local needles = {}
+for index = 3, #ARGV do
+  fields[#fields + 1] = ARGV[index]
+  needles[#needles + 1] = '"' .. ARGV[index] .. '":"' .. value .. '"'
+  needles[#needles + 1] = '"' .. ARGV[index] .. '": "' .. value .. '"'
+end
 local function candidate(payload)
   for _, needle in ipairs(needles) do
     if string.find(payload, needle, 1, true) then
+      return true
+    end
+  end
+  return false
+end
+local function has_field(job)
+  for _, field in ipairs(fields) do
+    if job[field] == value then
       return true
     end
   end
@@ -34,7 +48,7 @@ for first = 0, size - 1, chunk do
   for position, payload in ipairs(entries) do
     if candidate(payload) then
       local ok, job = pcall(cjson.decode, payload)
-      if not ok or type(job) ~= "table" or job["class"] == name or job["wrapped"] == name then
+      if not ok or type(job) ~= "table" or has_field(job) then
         doomed[#doomed + 1] = first + position - 1
       end
     end
