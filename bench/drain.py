@@ -40,7 +40,6 @@ import datetime as dt
 import itertools
 import json
 import os
-import platform
 import select
 import shutil
 import signal
@@ -781,7 +780,7 @@ def print_table(result: dict[str, Any]) -> None:
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    from enqueue import _cpu_model, _source_tree, _version, start_server
+    from enqueue import _source_tree, _version, machine_info, start_server
 
     names = [name for name in args.cases.split(",") if name] if args.cases else list(CASES)
     kinds = [kind for kind in args.kinds.split(",") if kind] if args.kinds else list(KINDS)
@@ -832,15 +831,7 @@ def parent_main(args: argparse.Namespace) -> int:
         "kind_what": {kind: KIND_WHAT[kind] for kind in kinds},
         "jobs": jobs_for,
         "cpu_loops": loops,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "cpu": _cpu_model(),
-            "python": platform.python_version(),
-            "implementation": platform.python_implementation(),
-            "os": platform.platform(),
-            "load_average_before": [round(value, 2) for value in load_before],
-            "load_average_after": [round(value, 2) for value in os.getloadavg()],
-        },
+        "machine": machine_info(load_before),
         "source": source,
         "source_after": source_after,
         "server": server_info,

@@ -432,6 +432,19 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def machine_info(load_before: tuple[float, ...] | list[float]) -> dict[str, Any]:
+    """What a result file records of the machine, with its load around the run."""
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": _cpu_model(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "os": platform.platform(),
+        "load_average_before": [round(value, 2) for value in load_before],
+        "load_average_after": [round(value, 2) for value in os.getloadavg()],
+    }
+
+
 def _source_tree() -> dict[str, Any]:
     """The checkout the figures were taken from (uncommitted changes included)."""
 
@@ -670,15 +683,7 @@ def parent_main(args: argparse.Namespace) -> int:
         "rounds": args.rounds,
         "single_jobs": args.jobs,
         "bulk_jobs": bulk_jobs,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "cpu": _cpu_model(),
-            "python": platform.python_version(),
-            "implementation": platform.python_implementation(),
-            "os": platform.platform(),
-            "load_average_before": [round(value, 2) for value in load_before],
-            "load_average_after": [round(value, 2) for value in os.getloadavg()],
-        },
+        "machine": machine_info(load_before),
         "source": source,
         "server": server_info,
         "pinning": pinning,
