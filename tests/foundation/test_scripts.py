@@ -52,6 +52,33 @@ def test_pipeline_calls_load_the_script_first(config, redis):
     assert pipe.execute() == [b"x", None]
 
 
+def test_a_pipeline_recovers_from_a_lost_script_cache(config, redis):
+    client = config.redis_pool.client
+    warm = client.pipeline(transaction=False)
+    config.scripts.queue("core.zpopbyscore", warm, ["schedule"], ["5"])
+    config.scripts.execute(warm)  # loaded, and remembered as loaded for this pool
+    redis.script_flush()  # what a restarted or failed-over server looks like
+    redis.zadd("schedule", {"x": 1.0, "y": 2.0})
+    for _ in range(2):  # the call is repeated alone, and the next pipeline loads afresh
+        pipe = client.pipeline(transaction=False)
+        pipe.set("before", "1")
+        config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+        pipe.get("before")
+        replies = config.scripts.execute(pipe)
+        assert replies[0] is True
+        assert replies[2] == b"1"
+        assert replies[1] in (b"x", b"y")
+    assert redis.zcard("schedule") == 0
+
+
+def test_a_pipeline_still_raises_other_errors(config, redis):
+    redis.set("schedule", "not a sorted set")
+    pipe = config.redis_pool.client.pipeline(transaction=False)
+    config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        config.scripts.execute(pipe)
+
+
 def test_wrong_key_count_is_refused_before_reaching_redis(config, redis):
     with pytest.raises(ScriptError, match="takes 1 keys, got 2"):
         config.scripts.call("core.zpopbyscore", config.redis_pool.client, ["a", "b"], ["1"])

@@ -17,24 +17,45 @@ from wurk.reaper import Reaper
 from wurk.scheduled import Poller, cleanup_processes
 
 
-def fetcher_for(config, *queues, concurrency=1):
-    config.concurrency = concurrency
-    config.queues = list(queues)
-    config["fetch_poll_interval"] = 0.2
-    return ReliableFetcher(config.default_capsule, ProcessIdentity.current())
+@pytest.fixture
+def fetcher_for(config):
+    """Makes fetchers for the test; their waiter threads end after it."""
+    made = []
+
+    def make(*queues, concurrency=1):
+        config.concurrency = concurrency
+        config.queues = list(queues)
+        config["fetch_poll_interval"] = 0.2
+        fetcher = ReliableFetcher(config.default_capsule, ProcessIdentity.current())
+        made.append(fetcher)
+        return fetcher
+
+    yield make
+    for fetcher in made:
+        fetcher.quiet()
+        for thread in fetcher._waiters:
+            thread.join(5)
 
 
 def push(redis, queue, *jobs):
+    """LPUSH jobs named by jid, in order: the first is the oldest, fetched first."""
     for job in jobs:
         redis.lpush(f"queue:{queue}", json.dumps({"jid": job, "queue": queue, "class": "X", "args": []}))
+
+
+def fetched(fetcher):
+    """The next job, acknowledged at once (as a processor would after running it)."""
+    uow = fetcher.retrieve_work()
+    uow.acknowledge()
+    return uow
 
 
 def jid_of(uow):
     return json.loads(uow.job)["jid"]
 
 
-def test_a_fetched_job_lives_in_the_private_list_until_acknowledged(config, redis):
-    fetcher = fetcher_for(config, "default")
+def test_a_fetched_job_lives_in_the_private_list_until_acknowledged(fetcher_for, redis):
+    fetcher = fetcher_for("default")
     push(redis, "default", "one")
     uow = fetcher.retrieve_work()
     assert jid_of(uow) == "one"
@@ -52,34 +73,34 @@ def test_a_fetched_job_lives_in_the_private_list_until_acknowledged(config, redi
     assert redis.llen(uow.private) == 0
 
 
-def test_strict_order_takes_oldest_first_and_skips_paused_queues(config, redis):
-    fetcher = fetcher_for(config, "critical", "default")
+def test_strict_order_takes_oldest_first_and_skips_paused_queues(fetcher_for, redis):
+    fetcher = fetcher_for("critical", "default")
     push(redis, "default", "d1", "d2")
     push(redis, "critical", "c1")
-    assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["c1", "d1", "d2"]
+    assert [jid_of(fetched(fetcher)) for _ in range(3)] == ["c1", "d1", "d2"]
     redis.sadd("paused", "critical")
     push(redis, "critical", "c2")
     push(redis, "default", "d3")
-    assert jid_of(fetcher.retrieve_work()) == "d3"
+    assert jid_of(fetched(fetcher)) == "d3"
     time.sleep(1.1)  # the paused cache refreshes after a second
     assert fetcher.retrieve_work() is None  # critical is paused, default is empty
     assert redis.llen("queue:critical") == 1
 
 
-def test_weighted_and_random_orders(config):
-    fetcher = fetcher_for(config, "a,6", "b,3", "c,1")
+def test_weighted_and_random_orders(fetcher_for):
+    fetcher = fetcher_for("a,6", "b,3", "c,1")
     firsts = collections.Counter(fetcher.queue_order()[0] for _ in range(3000))
     assert firsts["a"] > firsts["b"] > firsts["c"] > 0
     assert sorted(fetcher.queue_order()) == ["a", "b", "c"]
-    random_fetcher = fetcher_for(config, "a,1", "b,1")
+    random_fetcher = fetcher_for("a,1", "b,1")
     assert random_fetcher._mode == "random"
     assert {tuple(random_fetcher.queue_order()) for _ in range(200)} == {("a", "b"), ("b", "a")}
 
 
-def test_one_round_trip_claims_for_every_waiting_thread(config, redis):
-    fetcher = fetcher_for(config, "default", concurrency=4)
+def test_one_round_trip_claims_for_every_waiting_thread(fetcher_for, redis):
+    fetcher = fetcher_for("default", concurrency=4)
     push(redis, "default", *[f"j{n}" for n in range(6)])
-    fetcher._waiting = 3  # three other threads are waiting too
+    fetcher._idle = 3  # three other threads are waiting too
     first = fetcher.retrieve_work()
     assert jid_of(first) == "j0"
     assert len(fetcher._local) == 3
@@ -87,8 +108,8 @@ def test_one_round_trip_claims_for_every_waiting_thread(config, redis):
     assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["j1", "j2", "j3"]
 
 
-def test_requeue_all_gives_everything_back_oldest_at_the_tail(config, redis):
-    fetcher = fetcher_for(config, "default", concurrency=3)
+def test_requeue_all_gives_everything_back_oldest_at_the_tail(fetcher_for, redis):
+    fetcher = fetcher_for("default", concurrency=3)
     push(redis, "default", "a", "b", "c", "fresh")
     running = [fetcher.retrieve_work() for _ in range(3)]
     running[1].acknowledge()  # finished in time
@@ -98,8 +119,8 @@ def test_requeue_all_gives_everything_back_oldest_at_the_tail(config, redis):
     assert redis.llen(fetcher.identity.private_queue("default")) == 0
 
 
-def test_a_lost_reply_is_reconciled(config, redis):
-    fetcher = fetcher_for(config, "default")
+def test_a_lost_reply_is_reconciled(fetcher_for, redis):
+    fetcher = fetcher_for("default")
     push(redis, "default", "kept", "lost")
     kept = fetcher.retrieve_work()
     redis.lmove("queue:default", kept.private, "RIGHT", "LEFT")  # a claim whose reply never arrived
@@ -123,12 +144,97 @@ def test_the_reaper_reclaims_dead_owners_only(config, redis):
     live_remote = "queue:default|elsewhere|4343|dddddddddddd|0"
     for key, jid in ((dead_local, "d1"), (alive_local, "a1"), (gone_remote, "g1"), (live_remote, "l1")):
         redis.lpush(key, json.dumps({"jid": jid, "class": "X", "args": []}))
+    # The pid of a live process that is no worker (a reused pid), and our own
+    # pid under another nonce (a container restarted as PID 1): both dead.
+    reused_pid = f"queue:default|{me.hostname}|{os.getppid()}|ffffffffffff|0"
+    predecessor = f"queue:default|{me.hostname}|{os.getpid()}|999999999999|0"
+    for key, jid in ((reused_pid, "r1"), (predecessor, "p1")):
+        redis.lpush(key, json.dumps({"jid": jid, "class": "X", "args": []}))
     redis.hset("elsewhere:4343:dddddddddddd", "info", "{}")  # a heartbeat: that owner is alive
+    redis.hset(f"{me.hostname}:{os.getppid()}:bbbbbbbbbbbb", "info", "{}")
     redis.lpush(me.private_queue("default"), json.dumps({"jid": "mine"}))
-    assert reaper.sweep() == 2
-    assert sorted(json.loads(item)["jid"] for item in redis.lrange("queue:default", 0, -1)) == ["d1", "g1"]
+    assert reaper.sweep() == 4
+    recovered = sorted(json.loads(item)["jid"] for item in redis.lrange("queue:default", 0, -1))
+    assert recovered == ["d1", "g1", "p1", "r1"]
     assert redis.llen(alive_local) == redis.llen(live_remote) == redis.llen(me.private_queue("default")) == 1
     assert redis.get("super_fetch:recovered:d1") == b"1"
+
+
+def crash(redis, owner, *jobs, running=()):
+    """Leave ``jobs`` in the private list of a dead process ``owner`` (host, pid,
+    nonce) that was running the suspects ``running``."""
+    host, pid, nonce = owner
+    for job in jobs:
+        redis.lpush(f"queue:default|{host}|{pid}|{nonce}|0", job)
+    if running:
+        redis.sadd(f"super_fetch:running:{host}:{pid}:{nonce}", *running)
+
+
+def test_only_jobs_running_at_a_crash_count_towards_a_poison_pill(config, redis):
+    reaper = Reaper(config, ProcessIdentity.current(), ["default"])
+    bad = json.dumps({"jid": "bad", "class": "X", "args": []})
+    neighbour = json.dumps({"jid": "good", "class": "X", "args": []})
+    anonymous = json.dumps({"class": "X", "args": []})  # no jid: counted by its bytes
+    crash(redis, ("elsewhere", 1, "aaaaaaaaaaaa"), bad, neighbour, anonymous)
+    assert reaper.sweep() == 3  # first recoveries: nobody can tell yet, all count
+    assert redis.smembers("super_fetch:suspects") >= {b"bad", b"good"}
+    redis.delete("queue:default")
+    for n in (2, 3):  # twice more, the same two jobs claimed together, "bad" running
+        crash(redis, ("elsewhere", n, "aaaaaaaaaaaa"), bad, neighbour, anonymous, running=["bad"])
+        reaper.sweep()
+        redis.delete("queue:default")
+    assert redis.get("super_fetch:recovered:bad") == b"3"
+    assert redis.get("super_fetch:recovered:good") == b"1"
+    assert [json.loads(m)["jid"] for m in redis.zrange("dead", 0, -1)] == ["bad"]
+    assert b"bad" not in redis.smembers("super_fetch:suspects")
+    # The anonymous job was never marked running, so it stays at one count.
+    anonymous_counters = list(redis.scan_iter("super_fetch:recovered:sha1:*"))
+    assert len(anonymous_counters) == 1
+    assert redis.get(anonymous_counters[0]) == b"1"
+
+
+def test_a_jid_less_killer_is_counted_by_its_bytes(config, redis):
+    import hashlib
+
+    reaper = Reaper(config, ProcessIdentity.current(), ["default"])
+    killer = json.dumps({"class": "X", "args": ["boom"]})
+    ident = "sha1:" + hashlib.sha1(killer.encode()).hexdigest()
+    for n in (1, 2, 3):
+        redis.delete("queue:default")  # a worker took it from the queue, and died of it
+        crash(redis, ("elsewhere", n, "bbbbbbbbbbbb"), killer, running=[ident] if n > 1 else [])
+        reaper.sweep()
+    assert redis.zrange("dead", 0, -1) == [killer.encode()]
+    assert redis.llen("queue:default") == 0
+
+
+def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone(fetcher_for, redis):
+    fetcher = fetcher_for("default", concurrency=3)
+    push(redis, "default", "plain", "once", "twice")
+    redis.sadd("super_fetch:suspects", "once", "twice")
+    redis.set("super_fetch:recovered:once", 1)
+    redis.set("super_fetch:recovered:twice", 2)
+    running = f"super_fetch:running:{fetcher.identity.identity}"
+    fetcher._idle = 2  # claim for three threads at once
+    first = fetcher.retrieve_work()
+    # "plain" is fetched first (oldest), "once" second and marked; "twice"
+    # must run alone, so it goes back to the queue's tail.
+    claimed = [first, *fetcher.unstarted()]
+    assert [jid_of(u) for u in claimed] == ["plain", "once"]
+    assert claimed[1].suspect == "once"
+    assert not claimed[1].alone
+    assert redis.smembers(running) == {b"once"}
+    assert [json.loads(j)["jid"] for j in redis.lrange("queue:default", 0, -1)] == ["twice"]
+    for uow in claimed:
+        uow.acknowledge()
+    fetcher.flush_acks()
+    assert redis.smembers(running) == set()
+    assert b"once" not in redis.smembers("super_fetch:suspects")
+    alone = fetcher.retrieve_work()  # nothing else held: now it may run, alone
+    assert (jid_of(alone), alone.alone) == ("twice", True)
+    push(redis, "default", "after")
+    assert fetcher._plan_claim() is None  # no claim while it runs
+    alone.acknowledge()
+    assert jid_of(fetcher.retrieve_work()) == "after"
 
 
 def test_the_full_sweep_finds_queues_nobody_serves_and_sweeps_are_locked(config, redis):

@@ -7,15 +7,28 @@ atomically, and the job leaves the private list only when it is acknowledged
 private list, so a process killed mid-job loses nothing: the reaper of a live
 process moves its private lists back.
 
-To spend as few round trips as possible, one ``core.fetch`` script call claims
-as many jobs as there are threads waiting for work — and, while jobs take
-only milliseconds, up to one per thread more — and the acknowledgements
-gathered since the last call travel in the same pipeline. Only when every
-served queue is empty does a thread block, with ``BLMOVE`` on one queue for
-``fetch_poll_interval`` seconds (Redis has no multi-key ``BLMOVE``), after
-sending any pending acknowledgements. Claimed jobs no thread has started yet
-wait in a small local buffer; they are in the private list too, and go back
-to their queue at shutdown with the rest.
+To spend as few round trips as possible, one ``core.fetch`` script call
+carries the acknowledgements gathered since the last call and claims a job
+for every idle thread — and, while jobs take only milliseconds, more ahead.
+What this process holds in its private lists never exceeds twice its
+concurrency: a bound on the jobs that a crash hands back to be run again, and
+on the work a slow job's neighbours wait behind.
+
+When every served queue is empty, idle threads wait here and one *waiter*
+thread per queue blocks on it (``BLMOVE``, which has no multi-key form), so a
+job pushed to any queue is picked up at once, and a queue shared with other
+workers (a Ruby Sidekiq among them) is shared fairly. Up to ``concurrency``
+waiters claim; past that, a waiter only watches its queue and wakes a thread
+to claim, keeping the bound.
+
+A claim whose reply is lost (a timeout, a dropped connection) is never
+retried blindly: the fetcher becomes *suspect*, and before its next claim it
+gives back every job in its private lists that no thread holds.
+
+Jobs the reaper recovered from a dead process are *suspects* of its crash
+(see :mod:`wurk.reaper`); the scripts mark them as running here while they
+run, and one recovered twice runs alone, so that only a job that really was
+running at a crash is counted towards a poison pill.
 """
 
 from __future__ import annotations
@@ -28,17 +41,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from redis.exceptions import RedisError
-
 from wurk import keys
-from wurk.errors import RedisConnectionError
+from wurk.payload import exact as text
+from wurk.reaper import RECOVERY_TTL
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
     from wurk.identity import ProcessIdentity
+    from wurk.redis_pool import RedisPool
 
 PAUSED_CACHE_SECONDS = 1.0
 DEFAULT_POLL_INTERVAL = 2.0
+#: How long a waiter rests after a failed block or a suspect it had to give back.
+WAITER_PAUSE = 0.25
 
 
 @dataclass(eq=False)
@@ -46,9 +61,13 @@ class UnitOfWork:
     """One fetched job: its queue name, its exact JSON, and where it is parked."""
 
     queue: str
-    job: str
+    job: str | bytes
     private: str
     fetcher: ReliableFetcher
+    #: The id of a recovered job running under suspicion ("" for an ordinary one).
+    suspect: str = ""
+    #: A suspect recovered twice or more: nothing else runs in this process meanwhile.
+    alone: bool = False
 
     def acknowledge(self) -> None:
         self.fetcher.acknowledge(self)
@@ -78,23 +97,37 @@ class ReliableFetcher:
         self.scripts = capsule.config.scripts
         self.pool = capsule.fetch_redis_pool
         self.poll_interval = float(self.config.option("fetch_poll_interval", DEFAULT_POLL_INTERVAL))
+        self.limit = 2 * capsule.concurrency
         self._names = list(capsule.weights)
         self._expanded = capsule.queues
         self._mode = capsule.mode
         self._private = {name: identity.private_queue(name) for name in self._names}
+        self._running_key = keys.running_suspects(identity.identity)
         self._local: collections.deque[UnitOfWork] = collections.deque()
         self._acks: list[UnitOfWork] = []
         self._lock = threading.Lock()
-        self._waiting = 0
-        self._paused: frozenset[str] = frozenset()
-        self._paused_at = 0.0
-        self._suspect = False
-        #: Every claimed job not yet acknowledged or given back, as (private
-        #: list, job): what a reconcile must leave where it is.
-        self._outstanding: set[tuple[str, str]] = set()
+        #: Idle processor threads wait on this for a job a waiter claimed.
+        self._work = threading.Condition(self._lock)
+        #: Waiters wait on this for an idle thread; a reconcile for claims to end.
         self._turns = threading.Condition(self._lock)
+        #: Jobs in this process's private lists, as far as it knows, plus the
+        #: claims in flight: what the bound is checked against.
+        self._held = 0
+        self._idle = 0
         self._claims = 0
         self._reconciling = False
+        self._suspect = False
+        self._suspect_gen = 0
+        self._alone: UnitOfWork | None = None
+        self._unmark: list[str] = []
+        #: Every claimed job not yet acknowledged or given back, by (private
+        #: list, job): what a reconcile must leave where it is.
+        self._outstanding: dict[tuple[str, str | bytes], UnitOfWork] = {}
+        self._paused: frozenset[str] = frozenset()
+        self._paused_at = 0.0
+        self._stopping = threading.Event()
+        self._waiters: list[threading.Thread] = []
+        self._block_pool: RedisPool | None = None
         #: How many jobs to claim beyond the threads waiting right now; the
         #: manager raises it while jobs are short, when claiming one job per
         #: round trip would leave the threads waiting on Redis.
@@ -126,132 +159,233 @@ class ReliableFetcher:
 
     def retrieve_work(self) -> UnitOfWork | None:
         """The next job, or ``None`` after ``fetch_poll_interval`` with none."""
-        with self._lock:
-            if self._local:
-                return self._local.popleft()
-            self._waiting += 1
-            wanted = min(self.capsule.concurrency, self._waiting + self.prefetch())
-        try:
+        deadline = time.monotonic() + self.poll_interval
+        while True:
             if self._suspect:
                 self._reconcile()
-            self._begin_claim()
-            try:
-                return self._fetch(wanted)
-            finally:
-                self._end_claim()
-        except (RedisError, RedisConnectionError):
-            self._suspect = True  # a claim may have happened whose reply we lost
-            raise
-        finally:
             with self._lock:
-                self._waiting -= 1
+                uow = self._next_local()
+                if uow is not None:
+                    return uow
+                plan = self._plan_claim()
+            if plan is not None:
+                uow = self._claim(*plan)
+                if uow is not None:
+                    return uow
+            with self._lock:
+                uow = self._next_local()
+                if uow is not None:
+                    return uow
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._stopping.is_set():
+                    return None
+                self._start_waiters()
+                self._idle += 1
+                self._turns.notify_all()
+                try:
+                    self._work.wait(remaining)
+                finally:
+                    self._idle -= 1
 
-    def _begin_claim(self) -> None:
-        with self._turns:
-            while self._reconciling:
-                self._turns.wait()
-            self._claims += 1
+    def _next_local(self) -> UnitOfWork | None:
+        """A claimed job no thread has started (lock held); while a suspect
+        must run alone, only that one."""
+        if self._alone is None:
+            return self._local.popleft() if self._local else None
+        if self._alone in self._local:
+            self._local.remove(self._alone)
+            return self._alone
+        return None
+
+    def _plan_claim(self) -> tuple[int, bool, list[UnitOfWork]] | None:
+        """Reserve room for a claim under the bound (lock held): how many jobs,
+        whether one may run alone, and the acknowledgements that go with it."""
+        if self._alone is not None or self._reconciling or self._stopping.is_set():
+            return None
+        acks, self._acks = self._acks, []
+        base = self._held - len(acks)
+        wanted = max(0, min(1 + self._idle + self.prefetch(), self.limit - base))
+        if not wanted and not acks:
+            return None
+        self._held += wanted
+        self._claims += 1
+        return wanted, base == 0, acks
+
+    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
+        """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs."""
+        order = self.queue_order()
+        position = {name: index for index, name in enumerate(order, start=1)}
+        script_keys = [keys.PAUSED, keys.SUSPECTS, self._running_key]
+        for name in order:
+            script_keys += [keys.queue(name), self._private[name]]
+        args: list[Any] = [wanted, "1" if alone_ok else "0", RECOVERY_TTL, len(acks)]
+        for uow in acks:
+            args += [position[uow.queue], uow.job, uow.suspect]
+        try:
+            reply = self.scripts.call("core.fetch", self.pool.client, script_keys, args)
+        except BaseException:
+            with self._lock:
+                self._acks[:0] = acks  # sent again with the next call: an LREM repeats harmlessly
+                self._held -= wanted
+                self._lost_reply()
+                self._end_claim()
+            raise
+        units = [self._unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
+        with self._lock:
+            self._settle(acks)
+            self._held -= wanted - len(units)
+            for uow in units:
+                self._outstanding[(uow.private, uow.job)] = uow
+            if units and units[0].alone:
+                self._alone = units[0]
+            self._local.extend(units[1:])
+            self._work.notify(len(units) - 1)
+            self._end_claim()
+        return units[0] if units else None
+
+    def _unit(self, name: str, raw: Any, mark: Any) -> UnitOfWork:
+        uow = UnitOfWork(name, text(raw), self._private[name], self)
+        if mark and mark != -1:
+            kind, _, uow.suspect = str(text(mark)).partition(":")
+            uow.alone = kind == "2"
+        return uow
 
     def _end_claim(self) -> None:
-        with self._turns:
-            self._claims -= 1
-            self._turns.notify_all()
+        self._claims -= 1
+        self._turns.notify_all()
 
-    def _fetch(self, wanted: int) -> UnitOfWork | None:
-        order = self.queue_order()
-        fetch_keys = [keys.PAUSED]
-        for name in order:
-            fetch_keys += [keys.queue(name), self._private[name]]
-        acks = self._take_acks()
+    def _lost_reply(self) -> None:
+        """A call failed after it may have reached Redis (lock held): what it
+        claimed, if anything, is found and given back before the next claim."""
+        self._suspect = True
+        self._suspect_gen += 1
 
-        def claim(conn: Any) -> Any:
-            pipe = conn.pipeline(transaction=False)
-            for uow in acks:
-                pipe.lrem(uow.private, 1, uow.job)
-            self.scripts.queue("core.fetch", pipe, fetch_keys, [wanted])
-            return pipe.execute()[-1]
+    # -- waiting on every queue ---------------------------------------------------
 
-        try:
-            claimed = self.pool.execute(claim)
-        except BaseException:
-            self._restore_acks(acks)
-            raise
-        self._settled(acks)
-        if claimed:
-            return self._keep(order, claimed)
-        return self._block(order)
-
-    def _keep(self, order: list[str], claimed: list[Any]) -> UnitOfWork:
-        units = []
-        for index in range(0, len(claimed), 2):
-            name = order[int(claimed[index]) - 1]
-            job = claimed[index + 1]
-            units.append(UnitOfWork(name, job.decode() if isinstance(job, bytes) else job, self._private[name], self))
-        first, rest = units[0], units[1:]
-        with self._lock:
-            self._outstanding.update((uow.private, uow.job) for uow in units)
-            self._local.extend(rest)
-        return first
-
-    def _block(self, order: list[str]) -> UnitOfWork | None:
-        """Every queue is empty: wait on the first unpaused one."""
-        self.flush_acks()
-        conn = self.pool.client
-        paused = self._paused_queues(conn)
-        candidates = [name for name in order if name not in paused]
-        if not candidates:
-            time.sleep(self.poll_interval)
-            return None
-        name = candidates[0]
-        job = self.pool.execute(
-            lambda c: c.blmove(keys.queue(name), self._private[name], self.poll_interval, "RIGHT", "LEFT")
+    def _start_waiters(self) -> None:
+        """One waiter thread per queue, started when a thread first goes idle (lock held)."""
+        if self._waiters or self._stopping.is_set():
+            return
+        self._block_pool = self.config.new_redis_pool(
+            len(self._names), f"{self.capsule.name}-block", read_timeout=self.poll_interval + 1
         )
-        if job is None:
-            return None
-        uow = UnitOfWork(name, job.decode() if isinstance(job, bytes) else job, self._private[name], self)
+        for position, name in enumerate(self._names):
+            thread = threading.Thread(
+                target=self._wait_on,
+                args=(name, position < self.capsule.concurrency),
+                name=f"wurk-waiter-{self.capsule.name}-{name}",
+                daemon=True,
+            )
+            self._waiters.append(thread)
+            thread.start()
+
+    def _wait_on(self, name: str, may_claim: bool) -> None:
+        """Block on one queue while a thread is idle: claim what arrives, or,
+        past the bound, wake a thread to claim it."""
+        assert self._block_pool is not None
+        client = self._block_pool.client
+        while True:
+            with self._lock:
+                while not self._stopping.is_set() and (self._idle == 0 or self._reconciling or self._alone):
+                    self._turns.wait(1.0)
+                if self._stopping.is_set():
+                    return
+            claiming = False
+            try:
+                if name in self._paused_queues(client):
+                    self._stopping.wait(PAUSED_CACHE_SECONDS)
+                    continue
+                with self._lock:
+                    claiming = may_claim and self._held + 2 <= self.limit and not self._reconciling
+                    if claiming:
+                        self._held += 1
+                        self._claims += 1
+                if claiming:
+                    self._claim_blocking(client, name)
+                elif client.blmove(keys.queue(name), keys.queue(name), self.poll_interval, "RIGHT", "RIGHT"):
+                    with self._lock:  # watched, not claimed: a thread claims it
+                        self._work.notify()
+                    self._stopping.wait(0.05)
+            except Exception as exc:
+                self.config.handle_exception(exc, {"context": "fetch"})
+                self._stopping.wait(WAITER_PAUSE * 4)
+            finally:
+                if claiming:
+                    with self._lock:
+                        self._end_claim()
+
+    def _claim_blocking(self, client: Any, name: str) -> None:
+        """``BLMOVE`` one job (a claim of one reserved by the caller), then
+        check it against the suspect rules."""
+        public, private = keys.queue(name), self._private[name]
+        try:
+            raw = client.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
+        except BaseException:
+            with self._lock:
+                self._held -= 1
+                self._lost_reply()
+            raise
+        if raw is None:
+            with self._lock:
+                self._held -= 1
+            return
+        job = text(raw)
         with self._lock:
-            self._outstanding.add((uow.private, uow.job))
-        return uow
+            alone_ok = self._held == 1 and self._claims == 1
+        try:
+            mark = self.scripts.call(
+                "core.adopt",
+                client,
+                [keys.SUSPECTS, self._running_key, public, private],
+                [job, "1" if alone_ok else "0", RECOVERY_TTL],
+            )
+        except BaseException:
+            with self._lock:  # claimed but unchecked: the reconcile gives it back
+                self._lost_reply()
+            raise
+        if mark == -1:
+            with self._lock:
+                self._held -= 1
+            self._stopping.wait(WAITER_PAUSE)  # a suspect that must run alone: others may take it
+            return
+        uow = self._unit(name, job, mark)
+        with self._lock:
+            self._outstanding[(uow.private, uow.job)] = uow
+            self._local.append(uow)
+            if uow.alone:
+                self._alone = uow
+            self._work.notify()
 
     # -- acknowledging ------------------------------------------------------------
 
     def acknowledge(self, uow: UnitOfWork) -> None:
-        """Queue the ``LREM``; it travels with the next fetch, or ``flush_acks``."""
+        """Queue the ``LREM``; it travels with the next claim, or ``flush_acks``.
+        A suspect's goes at once, so that its mark clears and, if it ran
+        alone, the other threads resume."""
         with self._lock:
             self._acks.append(uow)
+        if uow.suspect:
+            self.flush_acks()
 
-    def _take_acks(self) -> list[UnitOfWork]:
-        with self._lock:
-            acks, self._acks = self._acks, []
-        return acks
-
-    def _restore_acks(self, acks: list[UnitOfWork]) -> None:
-        with self._lock:
-            self._acks[:0] = acks
-
-    def _settled(self, units: list[UnitOfWork]) -> None:
-        """These jobs have left the private list: stop tracking them."""
-        if units:
-            with self._lock:
-                self._outstanding.difference_update((uow.private, uow.job) for uow in units)
+    def _settle(self, units: list[UnitOfWork]) -> None:
+        """These jobs have left the private list (lock held): stop tracking them."""
+        for uow in units:
+            self._outstanding.pop((uow.private, uow.job), None)
+            self._held -= 1
+            if uow is self._alone:
+                self._alone = None
+                self._work.notify_all()
+                self._turns.notify_all()
 
     def flush_acks(self) -> None:
-        acks = self._take_acks()
-        if not acks:
-            return
-
-        def remove(conn: Any) -> None:
-            pipe = conn.pipeline(transaction=False)
-            for uow in acks:
-                pipe.lrem(uow.private, 1, uow.job)
-            pipe.execute()
-
-        try:
-            self.pool.execute(remove)
-        except BaseException:
-            self._restore_acks(acks)
-            raise
-        self._settled(acks)
+        with self._lock:
+            while self._reconciling:
+                self._turns.wait()
+            if not self._acks:
+                return
+            acks, self._acks = self._acks, []
+            self._claims += 1
+        self._claim(0, False, acks)
 
     # -- giving jobs back ---------------------------------------------------------
 
@@ -261,8 +395,18 @@ class ReliableFetcher:
         conn = self.pool.client
         for uow in units:
             moved += int(self.scripts.call("core.requeue", conn, [uow.private, keys.queue(uow.queue)], [uow.job]))
-        self._settled(units)
+            if uow.suspect:
+                conn.srem(self._running_key, uow.suspect)
+        with self._lock:
+            self._settle(units)
         return moved
+
+    def quiet(self) -> None:
+        """Stop claiming: idle threads and waiters return (one-way)."""
+        with self._lock:
+            self._stopping.set()
+            self._work.notify_all()
+            self._turns.notify_all()
 
     def unstarted(self) -> list[UnitOfWork]:
         """Claimed jobs no thread has started (taken out of the local buffer)."""
@@ -275,20 +419,28 @@ class ReliableFetcher:
 
         Called at shutdown once acknowledgements are flushed, so what is left
         is unfinished work: running past the deadline, or claimed and unstarted.
+        The waiters end first, so none claims behind the sweep.
         """
+        self.quiet()
+        for thread in self._waiters:
+            thread.join(self.poll_interval + 2)
         self.unstarted()
         self.flush_acks()
         moved = self._requeue_leftovers(keep=set())
+        self.pool.client.delete(self._running_key)
         with self._lock:
             self._outstanding.clear()
+            self._held = 0
+            self._alone = None
+        if self._block_pool is not None:
+            self._block_pool.disconnect()
         return moved
 
-    def _requeue_leftovers(self, keep: set[tuple[str, str]]) -> int:
+    def _requeue_leftovers(self, keep: set[tuple[str, str | bytes]]) -> int:
         moved = 0
         conn = self.pool.client
         for name, private in self._private.items():
-            jobs = [j.decode() if isinstance(j, bytes) else j for j in conn.lrange(private, 0, -1)]
-            leftovers = [job for job in jobs if (private, job) not in keep]
+            leftovers = [job for job in map(text, conn.lrange(private, 0, -1)) if (private, job) not in keep]
             if leftovers:
                 # Newest claim first, so the oldest ends up at the queue's tail
                 # and is fetched first again.
@@ -299,25 +451,38 @@ class ReliableFetcher:
         """A job that was neither finished nor booked (the retry layer could not
         reach Redis): it is still in the private list, and the next claim gives
         it back to its queue (the reaper would not: this process is alive)."""
-        self._settled([uow])
-        self._suspect = True
+        with self._lock:
+            self._outstanding.pop((uow.private, uow.job), None)
+            if uow.suspect:
+                self._unmark.append(uow.suspect)
+            self._lost_reply()
+            if uow is self._alone:
+                self._alone = None
+                self._work.notify_all()
+                self._turns.notify_all()
 
     def _reconcile(self) -> None:
         """Give back every job in our private lists that no thread holds: a claim
         whose reply was lost, or an abandoned job. No claim runs meanwhile, so
         nothing in transit is mistaken for a leftover."""
-        with self._turns:
+        with self._lock:
             if self._reconciling:
                 return
             self._reconciling = True
             while self._claims:
                 self._turns.wait()
+            generation = self._suspect_gen
+            keep = set(self._outstanding)
+            unmark, self._unmark = self._unmark, []
         try:
-            with self._lock:
-                keep = set(self._outstanding)
             self._requeue_leftovers(keep)
-            self._suspect = False
+            if unmark:  # given back: no longer running here
+                self.pool.client.srem(self._running_key, *unmark)
+            with self._lock:
+                if self._suspect_gen == generation:
+                    self._suspect = False
+                self._held = len(self._outstanding)
         finally:
-            with self._turns:
+            with self._lock:
                 self._reconciling = False
                 self._turns.notify_all()

@@ -9,9 +9,21 @@ characters, new for every process incarnation (a forked child gets its own).
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 
 from wurk import env, keys
+
+#: The nonces of the workers running in this process right now (an embedded
+#: worker can share a process with another): the reaper's test for "our pid,
+#: so alive" must not take one of them for a dead predecessor.
+_live: set[str] = set()
+_live_lock = threading.Lock()
+
+
+def live_nonces() -> frozenset[str]:
+    with _live_lock:
+        return frozenset(_live)
 
 
 @dataclass(frozen=True)
@@ -27,6 +39,15 @@ class ProcessIdentity:
     @property
     def identity(self) -> str:
         return f"{self.hostname}:{self.pid}:{self.nonce}"
+
+    def register(self) -> None:
+        """This identity runs a worker in this process from now on."""
+        with _live_lock:
+            _live.add(self.nonce)
+
+    def unregister(self) -> None:
+        with _live_lock:
+            _live.discard(self.nonce)
 
     def private_queue(self, queue: str) -> str:
         return keys.private_queue(queue, self.hostname, self.pid, self.nonce)

@@ -48,5 +48,16 @@ def daily_stat(stat: str, day: str) -> str:
 
 
 def poison_recoveries(jid: str) -> str:
-    """Counter of reaper recoveries of one job (the poison-pill detector)."""
+    """Counter of reaper recoveries of one job (the poison-pill detector); a
+    payload without a jid is counted as ``sha1:<hex of its bytes>``."""
     return f"super_fetch:recovered:{jid}"
+
+
+#: SET of the ids of recovered jobs not yet finished (suspects of a crash).
+SUSPECTS = "super_fetch:suspects"
+
+
+def running_suspects(identity: str) -> str:
+    """SET of the suspects a process is running right now: what the reaper
+    counts against if that process dies too."""
+    return f"super_fetch:running:{identity}"

@@ -69,6 +69,7 @@ class Launcher:
         _ = config.scripts, config.job_options  # load the plugins before freezing
         config.freeze()
         config.fire_event("startup", reraise=True)
+        self.identity.register()
         self.managers = [
             Manager(capsule, self.identity, self.stats, self.work_state, self.loop)
             for capsule in config.capsules.values()
@@ -143,6 +144,7 @@ class Launcher:
                 self.config.handle_exception(exc, {"context": "final stats flush"})
             self.heartbeat.beat_quiet_then_clear()
         self.loop.stop()
+        self.identity.unregister()
         self.config.fire_event("exit")
         self.config.logger.info("bye")
 

@@ -21,6 +21,10 @@ from wurk.retry import JobRetry
 #: Jobs shorter than this on average are claimed ahead of the threads.
 FAST_JOB = 0.005
 SLOW_JOB = 1.0
+#: A processor thread that died is replaced after 0.5 s, doubling with each
+#: death within the window, up to the cap.
+DEATH_WINDOW = 60.0
+MAX_REPLACE_DELAY = 30.0
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
@@ -54,6 +58,7 @@ class Manager:
         self._resolved: dict[str, type] = {}
         self._lock = threading.Lock()
         self._done = False
+        self._deaths: list[float] = []
         self.processors = [Processor(self, index) for index in range(capsule.concurrency)]
 
     def resolve(self, name: str) -> type:
@@ -79,13 +84,26 @@ class Manager:
         return sum(1 for p in list(self.processors) if p.current is not None)
 
     def processor_died(self, processor: Processor, exc: BaseException) -> None:
-        """Replace a processor whose thread ended on an unexpected error."""
+        """Replace a processor whose thread ended on an unexpected error, after
+        a pause that doubles with each death in the last minute (up to 30 s),
+        so a fault that kills every thread does not spin."""
         with self._lock:
             if self._done:
                 return
+            now = time.monotonic()
+            self._deaths = [t for t in self._deaths if now - t < DEATH_WINDOW] + [now]
+            delay = min(MAX_REPLACE_DELAY, 0.5 * 2 ** (len(self._deaths) - 1))
             index = self.processors.index(processor)
             replacement = Processor(self, index)
             self.processors[index] = replacement
+        timer = threading.Timer(delay, self._start_replacement, args=(replacement,))
+        timer.daemon = True
+        timer.start()
+
+    def _start_replacement(self, replacement: Processor) -> None:
+        with self._lock:
+            if self._done:
+                return
         replacement.start()
 
     def quiet(self) -> None:
@@ -93,6 +111,9 @@ class Manager:
             self._done = True
         for processor in self.processors:
             processor.terminate()
+        quiet = getattr(self.fetcher, "quiet", None)
+        if quiet is not None:
+            quiet()
 
     def stop(self, deadline: float) -> int:
         """Wait for running jobs until ``deadline``, then requeue what is left.
@@ -102,7 +123,7 @@ class Manager:
         self.quiet()
         for processor in self.processors:
             remaining = deadline - time.monotonic()
-            if remaining > 0:
+            if remaining > 0 and processor.thread.ident is not None:
                 processor.thread.join(remaining)
         self.fetcher.flush_acks()
         requeued = int(self.fetcher.requeue_all())

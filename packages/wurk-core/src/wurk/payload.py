@@ -87,6 +87,17 @@ def loads(data: str | bytes) -> Any:
     return json.loads(data)
 
 
+def exact(raw: Any) -> str | bytes:
+    """A payload read from Redis as text, or as the bytes it was when they are
+    not UTF-8: it is then given back, acknowledged or killed byte for byte."""
+    if isinstance(raw, bytes):
+        try:
+            return raw.decode()
+        except UnicodeDecodeError:
+            return raw
+    return raw
+
+
 def new_jid() -> str:
     """24 lowercase hex characters from 12 random bytes."""
     return os.urandom(12).hex()

@@ -63,6 +63,20 @@ class ProcessStats:
             self.expired += expired
 
 
+def parse_job(jobstr: str | bytes) -> dict[str, Any]:
+    """The payload as a job, or a ``ValueError`` naming what is wrong with it:
+    a payload no worker can run goes to the dead set with its bytes intact,
+    rather than through the retry layer, which would drop a job it cannot book."""
+    job = wire.loads(jobstr)  # invalid UTF-8 raises UnicodeDecodeError, a ValueError
+    if not isinstance(job, dict):
+        raise ValueError(f"a job must be a JSON object, got {type(job).__name__}")
+    if not isinstance(job.get("class"), str) or not job["class"]:
+        raise ValueError("a job needs a 'class' string")
+    if not isinstance(job.get("args"), list):
+        raise ValueError("a job needs an 'args' array")
+    return job
+
+
 class Processor:
     def __init__(self, manager: Manager, index: int) -> None:
         self.manager = manager
@@ -121,9 +135,7 @@ class Processor:
     def process(self, uow: UnitOfWork) -> None:
         jobstr = uow.job
         try:
-            job = wire.loads(jobstr)
-            if not isinstance(job, dict):
-                raise ValueError(f"a job must be a JSON object, got {type(job).__name__}")
+            job = parse_job(jobstr)
         except ValueError as exc:
             self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
             try:

@@ -13,13 +13,19 @@ takes them:
   queues nobody serves any more) — each behind a ``SET NX EX`` lock, so one
   process in the fleet sweeps per interval, leader or not.
 
-Whether an owner is dead is decided per list: on this host the kernel is
-asked (``kill(pid, 0)``; a permission error means alive); for another host,
-the owner is alive while its heartbeat hash exists (60 s TTL).
+Whether an owner is dead is decided per list, from what a restarted process
+cannot impersonate: the owner's heartbeat hash ``<host>:<pid>:<nonce>`` (60 s
+TTL), whose nonce is new in every process. On this host the kernel answers
+sooner: no process with that pid (``kill(pid, 0)``) means dead, and so does
+our own pid under another nonce — a container restarted as PID 1 under the
+same host name finds its predecessor's lists that way, at its boot sweep.
 
-Each recovered job is counted in ``super_fetch:recovered:<jid>`` (72 h). At
-the third recovery it is a poison pill: it goes to the dead set instead, and
-its copy is taken off the queue.
+A job recovered for the first time is counted in ``super_fetch:recovered:<id>``
+(72 h) and becomes a *suspect*; after that it is counted again only when the
+dead process was running it (the fetcher marks running suspects, see
+:mod:`wurk.fetch`). At the third counted recovery it is a poison pill: it goes
+to the dead set instead, and its copy is taken off the queue. A job that was
+only claimed beside the one that crashed its process never gets there.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from wurk import keys
 from wurk import payload as wire
 from wurk.component import BackgroundThread
-from wurk.identity import parse_private_queue
+from wurk.identity import live_nonces, parse_private_queue
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -92,23 +98,24 @@ class Reaper(BackgroundThread):
                 if (host, pid, nonce) == (self.identity.hostname, self.identity.pid, self.identity.nonce):
                     continue
                 if not self.alive(conn, host, pid, nonce):
-                    moved += self.reclaim(conn, key, queue)
+                    moved += self.reclaim(conn, key, queue, f"{host}:{pid}:{nonce}")
         return moved
 
     def alive(self, conn: Any, host: str, pid: int, nonce: str) -> bool:
         if host == self.identity.hostname:
+            if pid == os.getpid() and nonce not in live_nonces():
+                return False  # our pid, not our nonce: a predecessor in a restarted container
             try:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 return False
             except PermissionError:
-                return True
-            return True
+                pass  # someone else's process: the heartbeat decides
         return bool(conn.exists(f"{host}:{pid}:{nonce}"))
 
-    def reclaim(self, conn: Any, private: str, queue: str) -> int:
+    def reclaim(self, conn: Any, private: str, queue: str, owner: str) -> int:
         moved = 0
-        script_keys = [private, keys.queue(queue), keys.DEAD]
+        script_keys = [private, keys.queue(queue), keys.DEAD, keys.SUSPECTS, keys.running_suspects(owner)]
         while True:
             now = time.time()
             args = [
@@ -122,7 +129,7 @@ class Reaper(BackgroundThread):
             result = self.config.scripts.call("core.reclaim", conn, script_keys, args)
             for index in range(0, len(result), 2):
                 job = result[index]
-                self.report(job.decode() if isinstance(job, bytes) else job, int(result[index + 1]), queue)
+                self.report(wire.exact(job), int(result[index + 1]), queue)
             moved += len(result) // 2
             if len(result) // 2 < RECLAIM_BATCH:
                 break
@@ -130,7 +137,7 @@ class Reaper(BackgroundThread):
             self.config.logger.warning("recovered %s job(s) of a dead process from %s", moved, private)
         return moved
 
-    def report(self, jobstr: str, count: int, queue: str) -> str:
+    def report(self, jobstr: str | bytes, count: int, queue: str) -> str:
         """Tell statsd and the callbacks about one recovery: ``"poison"`` or ``"recovered"``."""
         callback = self.config.option("super_fetch_callback")
         if count < RECOVERY_THRESHOLD:
@@ -140,6 +147,8 @@ class Reaper(BackgroundThread):
         try:
             job = wire.loads(jobstr)
         except ValueError:
+            job = {}
+        if not isinstance(job, dict):
             job = {}
         pill = {"jid": job.get("jid"), "klass": job.get("class"), "count": count, "queue": queue}
         self.config.statsd_increment("jobs.poison")

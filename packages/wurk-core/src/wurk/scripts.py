@@ -16,7 +16,10 @@ number, before anything reaches Redis.
 Scripts are loaded with ``SCRIPT LOAD`` once per connection pool, on first use,
 and then called by SHA. A server that lost its script cache (restarted, failed
 over, ``SCRIPT FLUSH``) answers ``NOSCRIPT``; the registry then loads the
-script again and repeats the call once, so callers never see it.
+script again and repeats the call once, so callers never see it. Calls queued
+on a pipeline recover the same way when the pipeline is run through
+:meth:`ScriptRegistry.execute`: a ``NOSCRIPT`` reply means that one command did
+nothing, so it is repeated alone once its script is loaded again.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class ScriptRegistry:
 
     def __init__(self) -> None:
         self._scripts: dict[str, Script] = {}
+        self._by_sha: dict[str, Script] = {}
         self._loaded: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
@@ -92,6 +96,7 @@ class ScriptRegistry:
         if existing is not None and existing.sha != script.sha:
             raise ScriptError(f"script {name} is already registered with a different source")
         self._scripts[name] = script
+        self._by_sha[script.sha] = script
         return script
 
     def register_package(self, package: str, namespace: str) -> list[Script]:
@@ -135,6 +140,11 @@ class ScriptRegistry:
         with self._lock:
             self._loaded.setdefault(client.connection_pool, set()).add(script.sha)
 
+    def forget(self, pool: Any) -> None:
+        """The server behind ``pool`` lost its script cache: load every script again on next use."""
+        with self._lock:
+            self._loaded.pop(pool, None)
+
     def call(self, name: str, client: Any, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> Any:
         """Run script ``name`` on ``client`` (a ``redis.Redis``) and return its reply."""
         script = self[name]
@@ -143,15 +153,16 @@ class ScriptRegistry:
         try:
             return client.evalsha(script.sha, len(keys), *keys, *args)
         except NoScriptError:
+            self.forget(client.connection_pool)
             self._load(client, script)
             return client.evalsha(script.sha, len(keys), *keys, *args)
 
     def queue(self, name: str, pipeline: Any, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> None:
         """Queue a call on a pipeline; the script is loaded beforehand if needed.
 
-        A ``NOSCRIPT`` inside a pipeline cannot be retried transparently (other
-        commands already ran), so the script is loaded on a direct connection of
-        the same pool before the call is queued.
+        The script is loaded on a direct connection of the same pool before the
+        call is queued; run the pipeline with :meth:`execute`, which recovers
+        from a server that lost the script since.
         """
         script = self[name]
         script.check_keys(keys)
@@ -163,3 +174,36 @@ class ScriptRegistry:
 
             self._ensure_loaded(redis.Redis(connection_pool=pool), script)
         pipeline.evalsha(script.sha, len(keys), *keys, *args)
+
+    def execute(self, pipeline: Any) -> list[Any]:
+        """Run a non-transactional pipeline holding script calls, and its replies.
+
+        A server that lost its script cache answers ``NOSCRIPT`` to each queued
+        call, and such a command had no effect: the registry forgets what it
+        had loaded into the pool, loads the script again and repeats just that
+        call. Any other error reply is raised, as ``pipeline.execute`` would.
+        """
+        commands = [args for args, _options in pipeline.command_stack]
+        pool = pipeline.connection_pool
+        replies = pipeline.execute(raise_on_error=False)
+        missing = [index for index, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            import redis
+
+            self.forget(pool)
+            client = redis.Redis(connection_pool=pool)
+            for index in missing:
+                command = commands[index]
+                script = self._by_sha.get(_text(command[1]))
+                if script is None:  # not one of ours: nothing to reload it from
+                    continue
+                self._ensure_loaded(client, script)
+                replies[index] = client.execute_command(*command)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

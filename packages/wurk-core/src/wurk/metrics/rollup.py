@@ -97,7 +97,7 @@ class MetricsRollup(BackgroundThread):
                     [keys.ROLLUP_CURSOR, keys.one_minute(at), keys.daily_jobs(at.date())],
                     [minute, keys.DAILY_TTL],
                 )
-            return pipe.execute()
+            return self.config.scripts.execute(pipe)
 
         return sum(1 for reply in pool.execute(add) if int(reply) >= 0)
 
