@@ -38,6 +38,13 @@ def test_mask_url_keeps_everything_but_the_password():
     assert mask_url("redis://host:6380/2") == "redis://host:6380/2"
 
 
+def test_mask_url_hides_the_password_of_a_malformed_url_too():
+    # Malformed URLs are the ones that end up in error messages.
+    assert mask_url("user:pw@host:6380") == "user:***@host:6380"
+    assert mask_url("redis://:pw@host:port/0") == "redis://:***@host:port/0"
+    assert mask_url("localhost:6379") == "localhost:6379"
+
+
 def test_a_blip_is_absorbed_when_the_server_comes_back(tmp_path):
     server = new_server(data_dir=tmp_path, persist=True).start()
     pool = RedisPool({"url": server.url}, size=2, name="blip")

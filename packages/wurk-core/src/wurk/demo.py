@@ -1,13 +1,23 @@
-"""``wurk demo``: Wurk on the embedded default, from nothing.
+"""``wurk demo``: the three parts of a Wurk setup, from nothing, in one terminal.
 
-Starts an embedded Valkey persisted (AOF) under a local data directory,
-enqueues a set of sample jobs through the real client, and reports what is in
-Redis. The sample jobs below are ordinary Wurk jobs.
+A server (the embedded Valkey that ``wurk server`` runs, here on a free port
+and persisted with AOF under its own data directory), a client (this process,
+enqueueing sample jobs the way a web application would) and a worker (a real
+``wurk -r wurk.demo`` child process, the command you run on your own app).
+
+This module is also the demo's application: it only *defines* jobs, so the
+worker that imports it enqueues nothing; enqueueing is :func:`enqueue_samples`,
+called by the demo command alone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +26,14 @@ import click
 
 import wurk
 from wurk.embedded import embedded_server
+from wurk.errors import WurkError
+
+#: The worker's command line after ``wurk``: the demo's queues, by weight. Its
+#: environment is not "development", where a failing job logs its whole
+#: traceback: the sample that always fails would fill the screen.
+WORKER_ARGS = ("-r", "wurk.demo", "-q", "critical,3", "-q", "default,2", "-q", "low", "-c", "5", "-e", "demo")
+#: How long the worker may take to drain when the demo stops it (its shutdown timeout plus margin).
+WORKER_STOP_TIMEOUT = 35.0
 
 
 @wurk.job(queue="default")
@@ -34,7 +52,20 @@ def resize_image(path: str, width: int) -> None:
     sum(i * i for i in range(width * 100))
 
 
+@wurk.job(queue="default", retry=1)
+def flaky(order_id: int) -> None:
+    raise ConnectionError(f"order {order_id}: the payment gateway timed out (this sample always fails)")
+
+
+@wurk.configure_server
+def _demo_pace(config: wurk.Config) -> None:
+    # A demo lasts seconds: look for due scheduled jobs every second, from the
+    # start, instead of the production pace (a first pass after 10 s).
+    config["poll_interval_average"] = 1.0
+
+
 def enqueue_samples(count: int) -> list[str | None]:
+    """Enqueue ``count`` sample jobs now, one in 5 seconds, and one that fails into the retry set."""
     jids: list[str | None] = []
     names = ["Ada", "Grace", "Linus", "Guido", "Yukihiro", "Margaret"]
     for index in range(count):
@@ -46,53 +77,69 @@ def enqueue_samples(count: int) -> list[str | None]:
         else:
             jids.append(resize_image.perform_async(f"/tmp/img-{index}.png", 640))
     jids.append(say_hello.perform_in(5, "from the future"))
+    jids.append(flaky.perform_async(7))
     return jids
 
 
-@wurk.job(queue="default", retry=1)
-def flaky(order_id: int) -> None:
-    raise ConnectionError(f"order {order_id}: the payment gateway timed out (this sample always fails)")
-
-
-def _summary(conn: object) -> str:
+def summary(conn: Any) -> str:
+    """One line of counts, read from Redis the way ``wurk stats`` reads them."""
     from wurk import keys
 
-    c: Any = conn
-    waiting = sum(c.llen(keys.queue(q.decode())) for q in c.smembers(keys.QUEUES))
+    waiting = sum(conn.llen(keys.queue(q.decode())) for q in conn.smembers(keys.QUEUES))
     return (
-        f"processed={int(c.get(keys.STAT_PROCESSED) or 0)} failed={int(c.get(keys.STAT_FAILED) or 0)} "
-        f"waiting={waiting} scheduled={c.zcard(keys.SCHEDULE)} retries={c.zcard(keys.RETRY)} dead={c.zcard(keys.DEAD)}"
+        f"processed={int(conn.get(keys.STAT_PROCESSED) or 0)} failed={int(conn.get(keys.STAT_FAILED) or 0)} "
+        f"waiting={waiting} scheduled={conn.zcard(keys.SCHEDULE)} retries={conn.zcard(keys.RETRY)} "
+        f"dead={conn.zcard(keys.DEAD)}"
     )
 
 
-@click.command("demo")
-@click.option("--data-dir", default=".wurk", show_default=True, help="Where the embedded server keeps its data.")
-@click.option("--jobs", "count", default=30, show_default=True, help="How many sample jobs to enqueue.")
-@click.option("--seconds", default=15.0, show_default=True, help="How long the worker runs before the demo stops.")
-def demo_command(data_dir: str, count: int, seconds: float) -> None:
-    """Start the embedded server, enqueue sample jobs, and run a worker on them."""
-    server = embedded_server(Path(data_dir))
-    click.echo(f"starting the embedded Valkey server (data in {Path(data_dir).resolve()}) ...")
+def run_demo(data_dir: Path, count: int, seconds: float) -> None:
+    """Server, client and worker for ``seconds``; Ctrl-C ends it early, cleanly."""
+    server = embedded_server(data_dir)
+    click.echo(f"server: starting the embedded Valkey (what `wurk server` runs), data in {server.data_dir}")
     with server:
+        click.echo(f"server: ready at {server.url}")
         config = wurk.default_config()
         config.redis = {"url": server.url}
-        config["poll_interval_average"] = 1.0
-        config["heartbeat_interval"] = 2.0
-        click.echo(f"server ready at {server.url}")
-        enqueue_samples(count)
-        flaky.perform_async(7)
-        click.echo(f"enqueued {count + 2} sample jobs (one scheduled in 5 s, one that fails and retries)")
         conn = config.redis_pool.client
-        instance = wurk.configure_embed(lambda cfg: cfg.update({"queues": ["critical,3", "default,2", "low,1"]}))
-        instance.config.concurrency = 5
-        instance.run()
-        deadline = time.monotonic() + seconds
+        jids = enqueue_samples(count)
+        click.echo(f"client: enqueued {len(jids)} jobs of wurk.demo (one for in 5 s, one that fails and retries)")
+        click.echo(f"worker: REDIS_URL={server.url} wurk {' '.join(WORKER_ARGS)}")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "wurk.cli", *WORKER_ARGS],
+            env={**os.environ, "REDIS_URL": server.url},
+            start_new_session=True,  # Ctrl-C reaches the demo, which stops the worker once, gracefully
+        )
         try:
-            while time.monotonic() < deadline:
-                time.sleep(1.0)
-                click.echo(f"  {_summary(conn)}")
+            _watch(worker, conn, seconds)
+        except KeyboardInterrupt:
+            click.echo("demo: interrupted")
         finally:
-            instance.stop()
-        click.echo(f"worker stopped: {_summary(conn)}")
-        click.echo("jobs not yet run stay persisted; run `wurk demo` again to pick them up.")
-    click.echo("embedded server stopped")
+            _stop_worker(worker)
+        click.echo(f"worker stopped: {summary(conn)}")
+        config.reset_redis_pools()
+        click.echo(f"jobs not run yet stay in {server.data_dir}; `wurk demo` again picks them up.")
+    click.echo("server: stopped")
+
+
+def _watch(worker: subprocess.Popen[bytes], conn: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            code = worker.wait(timeout=min(1.0, max(deadline - time.monotonic(), 0.0)))
+        except subprocess.TimeoutExpired:
+            click.echo(f"demo: {summary(conn)}")
+            continue
+        raise WurkError(f"the demo worker exited early with code {code}; its output is above")
+
+
+def _stop_worker(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(WORKER_STOP_TIMEOUT)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):  # stuck, or a second Ctrl-C: do not wait
+        worker.kill()
+        worker.wait()

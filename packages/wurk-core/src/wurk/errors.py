@@ -22,13 +22,47 @@ class PluginError(WurkError):
 class RedisConnectionError(WurkError, ConnectionError):
     """Redis could not be reached after the transient-failure retries.
 
-    The message names the server URL (with any password masked), so that a
-    misconfigured ``REDIS_URL`` is obvious from the first line of the log.
+    The message is one line that names the server URL (with any password
+    masked) and what to do about it, so that a server that is not running, or
+    a misconfigured ``REDIS_URL``, is obvious from the first line of the log
+    or of a command's output.
     """
 
     def __init__(self, url: str, cause: BaseException) -> None:
-        super().__init__(f"cannot reach Redis at {url}: {cause}")
         self.url = url
+        self.reason = connection_failure(cause)
+        super().__init__(
+            f"cannot reach Redis at {url} ({self.reason}). Start one with `wurk server`, or set REDIS_URL."
+        )
+
+
+def connection_failure(cause: BaseException) -> str:
+    """A few words for why a connection failed, from the socket error under it.
+
+    redis-py wraps the socket's ``OSError`` in its own ``ConnectionError``
+    (keeping the original as ``__context__``) with a message such as "Error
+    111 connecting to 127.0.0.1:6379. Connection refused."; the user needs the
+    last words, not the errno.
+    """
+    import socket
+
+    seen: set[int] = set()
+    error: BaseException | None = cause
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(error, socket.gaierror):
+            return "unknown host"
+        if isinstance(error, TimeoutError):
+            return "timed out"
+        error = error.__cause__ or error.__context__
+    text = str(cause).strip().rstrip(".")
+    lowered = text.lower()
+    for words, reason in (("connection refused", "connection refused"), ("timeout", "timed out")):
+        if words in lowered:
+            return reason
+    return text or type(cause).__name__
 
 
 class ScriptError(WurkError):

@@ -16,6 +16,11 @@ Every retry and every final give-up is reported to the ``on_redis_error``
 handlers. A give-up on connectivity raises
 :class:`wurk.errors.RedisConnectionError`, whose message names the URL.
 
+A URL that cannot work (no scheme, a database that is not a whole number, a
+database the server does not have) is a :class:`wurk.errors.ConfigurationError`
+naming the URL, raised when the pool is built or on its first use: retrying
+cannot fix it, and redis-py's own messages do not say which setting is wrong.
+
 redis-py's own retry layer is switched off so that the rules above are the only
 ones in force, and so that the number of attempts is exactly what the
 documentation says.
@@ -25,10 +30,11 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -38,7 +44,7 @@ from redis.exceptions import TimeoutError as RedisPyTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
-from wurk.errors import RedisConnectionError
+from wurk.errors import ConfigurationError, RedisConnectionError
 
 T = TypeVar("T")
 
@@ -49,6 +55,9 @@ DEFAULT_READ_TIMEOUT = 2.5
 DEFAULT_WRITE_TIMEOUT = 2.5
 CONNECTION_ATTEMPTS = 3
 FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
+URL_SCHEMES = ("redis", "rediss", "unix")
+# The server's reply to SELECT of a database it does not have.
+NO_SUCH_DB = "DB index is out of range"
 
 # Keys of ``config.redis`` that shape the pool rather than the connection.
 STRUCTURAL_KEYS = frozenset({"size", "name"})
@@ -107,15 +116,61 @@ def _host_port(entry: Any) -> tuple[str, int]:
 
 
 def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***``, safe to log."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL with its password replaced by ``***``, safe to log.
+
+    Also masks ``user:secret@host`` written without a scheme, which
+    ``urlsplit`` would read as a scheme and a path: a malformed URL is exactly
+    the one that ends up in an error message.
+    """
+    if "://" not in url:
+        return re.sub(r"^([^@/]*?:)[^@/]*@", r"\1***@", url)
+    try:
+        parts = urlsplit(url)
+        password, port = parts.password, parts.port
+    except ValueError:  # a port that is not a number
+        return re.sub(r"(://[^@/]*?:)[^@/]*@", r"\1***@", url)
+    if password is None:
         return url
     userinfo = f"{parts.username or ''}:***"
     host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
+    if port is not None:
+        host = f"{host}:{port}"
     return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def check_url(url: str) -> None:
+    """Refuse a Redis URL that cannot work, with a message saying how to fix it.
+
+    redis-py would raise a bare ``ValueError`` for a missing scheme and would
+    silently use database 0 for ``redis://host/abc``; both hide which setting
+    is wrong.
+    """
+    shown = mask_url(url)
+    where = "Set REDIS_URL (or config.redis['url'])"
+    if "://" not in url:
+        hint = f"redis://{shown}" + ("" if "/" in shown else "/0")
+        raise ConfigurationError(f"Redis URL {shown!r} has no scheme. {where} to a URL such as {hint}.")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        raise ConfigurationError(f"Redis URL {shown!r} has a port that is not a number. {where} correctly.") from None
+    if parts.scheme not in URL_SCHEMES:
+        schemes = ", ".join(f"{scheme}://" for scheme in URL_SCHEMES)
+        raise ConfigurationError(f"Redis URL {shown!r} has scheme {parts.scheme}://; use one of {schemes}.")
+    if parts.scheme != "unix":
+        db = parts.path.strip("/")
+        if db and not db.isdigit():
+            raise ConfigurationError(
+                f"Redis URL {shown!r}: the database {db!r} is not a whole number; the path is the database, as in /0."
+            )
+
+
+def _db_of(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return next((value for key, value in parse_qsl(parts.query) if key == "db"), "0")
+    return parts.path.strip("/") or "0"
 
 
 def _is_failover(exc: BaseException) -> bool:
@@ -164,6 +219,7 @@ class RedisPool:
             self.url = f"redis+sentinel://{opts.get('master_name')}"
             self._pool = _sentinel_pool({**opts, "url": options.get("url")}, size, pool_timeout, common)
         else:
+            check_url(self.url)
             self._pool = _BlockingPool.from_url(self.url, max_connections=size, timeout=pool_timeout, **common, **opts)
         self.client = redis.Redis(connection_pool=self._pool)
 
@@ -200,6 +256,9 @@ class RedisPool:
                 self._report(exc, attempt, retried=True)
                 time.sleep(0.5 * 2 ** (attempt - 1) + random.random() * 0.25)
             except ResponseError as exc:
+                if str(exc).startswith(NO_SUCH_DB):
+                    self.disconnect()
+                    raise self._no_such_db() from exc
                 if not _is_failover(exc) or failover_retried:
                     if _is_failover(exc):
                         self._report(exc, attempt, retried=False)
@@ -207,6 +266,13 @@ class RedisPool:
                 failover_retried = True
                 self.disconnect()
                 self._report(exc, attempt, retried=True)
+
+    def _no_such_db(self) -> ConfigurationError:
+        db = _db_of(self.url) if "://" in self.url else "?"
+        return ConfigurationError(
+            f"Redis at {mask_url(self.url)} has no database {db}: a server has databases 0 to 15 unless its "
+            "`databases` setting says otherwise. Use a lower database number in REDIS_URL."
+        )
 
     def _report(self, exc: BaseException, attempt: int, *, retried: bool) -> None:
         info = {"error": exc, "attempt": attempt, "retried": retried, "pool": self.name}

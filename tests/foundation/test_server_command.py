@@ -1,0 +1,147 @@
+"""``wurk server`` and ``wurk demo``: the embedded Valkey, run as real
+subprocesses on private ports and in temporary directories."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis as redis_py
+
+from tests.helpers import Subprocess, wait_for
+from wurk.embedded import free_port
+
+WURK = str(Path(sys.executable).parent / "wurk")
+
+
+def start_server(port: int, data_dir: Path, log: Path) -> Subprocess:
+    return Subprocess([WURK, "server", "--port", str(port), "--dir", str(data_dir)], log=log)
+
+
+def ready(log: Path) -> bool:
+    """The server said it is ready: from then on, a signal stops a running server."""
+    return log.exists() and "ready at" in log.read_text()
+
+
+def answers(url: str) -> bool:
+    client = redis_py.Redis.from_url(url, socket_connect_timeout=0.5)
+    try:
+        return bool(client.ping())
+    except redis_py.exceptions.ConnectionError:
+        return False
+    finally:
+        client.close()
+
+
+def test_server_stops_on_ctrl_c_and_term_and_keeps_its_data(tmp_path):
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    data = tmp_path / "data"
+
+    first = start_server(port, data, tmp_path / "first.log")
+    try:
+        wait_for(lambda: ready(tmp_path / "first.log"), timeout=30)
+        client = redis_py.Redis.from_url(url)
+        server_pid = int(client.info("server")["process_id"])
+        client.set("kept", "across restarts")
+        client.close()
+        first.signal(signal.SIGINT)  # what Ctrl-C sends
+        assert first.wait(30) == 0
+    finally:
+        first.stop()
+    output = first.output()
+    assert f"ready at {url}" in output
+    assert "stopped" in output
+    assert "Traceback" not in output
+    assert not answers(url)
+    with pytest.raises(ProcessLookupError):
+        os.kill(server_pid, 0)  # the Valkey process went with it, reaped
+    assert (data / "appendonlydir").is_dir()
+
+    second = start_server(port, data, tmp_path / "second.log")
+    try:
+        wait_for(lambda: ready(tmp_path / "second.log"), timeout=30)
+        client = redis_py.Redis.from_url(url)
+        assert client.get("kept") == b"across restarts"
+        client.close()
+        second.signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    finally:
+        second.stop()
+    assert not answers(url)
+
+
+def test_a_taken_port_is_refused_in_one_line(server, tmp_path):
+    result = subprocess.run(
+        [WURK, "server", "--port", str(server.port), "--dir", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("wurk: ")
+    assert f"127.0.0.1:{server.port} is already in use" in lines[0]
+    assert "--port" in lines[0]
+    assert answers(server.url)  # the server that holds the port is untouched
+
+
+def test_a_data_directory_in_use_is_refused(tmp_path):
+    data = tmp_path / "data"
+    port = free_port()
+    first = start_server(port, data, tmp_path / "first.log")
+    try:
+        wait_for(lambda: ready(tmp_path / "first.log"), timeout=30)
+        result = subprocess.run(
+            [WURK, "server", "--port", str(free_port()), "--dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines() == [
+            f"wurk: {data} is in use by the server of pid {first.pid}; stop it, or use another directory"
+        ]
+    finally:
+        first.stop()
+
+
+def test_server_help_names_the_default_address_and_directory():
+    result = subprocess.run([WURK, "server", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    assert "127.0.0.1" in result.stdout
+    assert re.search(r"--port .*default: 6379", " ".join(result.stdout.split()))
+    assert re.search(r"--dir .*default: \.wurk", " ".join(result.stdout.split()))
+
+
+def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
+    log = tmp_path / "demo.log"
+    demo = Subprocess([WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6", "--seconds", "600"], log=log)
+    try:
+        match = wait_for(lambda: re.search(r"server: ready at (\S+)", log.read_text()), timeout=30)
+        url = match.group(1)  # type: ignore[union-attr]
+        client = redis_py.Redis.from_url(url)
+
+        def all_run() -> bool:
+            # 6 jobs for now plus the failing one; the scheduled one may or may not have run yet
+            waiting = sum(client.llen(f"queue:{q.decode()}") for q in client.smembers("queues"))
+            return waiting == 0 and int(client.get("stat:processed") or 0) >= 7
+
+        wait_for(all_run, timeout=60)
+        assert client.zcard("retry") == 1  # the sample that always fails
+        client.close()
+        demo.signal(signal.SIGINT)
+        assert demo.wait(60) == 0
+    finally:
+        demo.stop()
+    output = demo.output()
+    assert "wurk -r wurk.demo" in output
+    assert "worker stopped: processed=" in output
+    assert "server: stopped" in output
+    assert not answers(url)
