@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
-from tests.helpers import Subprocess, wait_for
+from tests.helpers import ROOT, Subprocess, wait_for
 from wurk.embedded import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
@@ -145,3 +145,59 @@ def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
     assert "worker stopped: processed=" in output
     assert "server: stopped" in output
     assert not answers(url)
+
+
+def readme_blocks(language: str) -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+
+
+def test_the_readme_quickstart_runs_as_written_and_a_worker_start_enqueues_nothing(tmp_path):
+    for block in readme_blocks("py"):
+        name = re.match(r"# (\w+\.py)\n", block)
+        if name:
+            (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
+    [terminals] = [block for block in readme_blocks("bash") if block.startswith("wurk server")]
+    server_cmd, worker_cmd, client_cmd = (line.split("#")[0].split() for line in terminals.splitlines())
+    assert (server_cmd[:2], worker_cmd[0], client_cmd[0]) == (["wurk", "server"], "wurk", "python")
+
+    port = free_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    env = {"REDIS_URL": url}
+    server = Subprocess(
+        [WURK, *server_cmd[1:], "--port", str(port), "--dir", str(tmp_path / ".wurk")], log=tmp_path / "server.log"
+    )
+    workers: list[Subprocess] = []
+    try:
+        wait_for(lambda: ready(tmp_path / "server.log"), timeout=30)
+        redis = redis_py.Redis.from_url(url)
+
+        def start_worker() -> Subprocess:
+            log = tmp_path / f"worker-{len(workers)}.log"
+            worker = Subprocess([WURK, *worker_cmd[1:]], env=env, cwd=tmp_path, log=log)
+            workers.append(worker)
+            wait_for(lambda: "starting" in log.read_text(), timeout=30)
+            return worker
+
+        first = start_worker()
+        assert (redis.llen("queue:mail"), redis.zcard("schedule")) == (0, 0)  # importing app.py enqueued nothing
+
+        client = subprocess.run(
+            [sys.executable, *client_cmd[1:]], env={**os.environ, **env}, cwd=tmp_path, capture_output=True, timeout=60
+        )
+        assert client.returncode == 0, client.stderr
+        assert redis.zcard("schedule") == 1  # the one for in an hour
+        wait_for(lambda: redis.llen("queue:mail") == 0, timeout=30)
+        first.signal(signal.SIGTERM)
+        assert first.wait(60) == 0
+        assert "welcome, user 42" in first.output()
+
+        second = start_worker()  # a restart adds no job either
+        assert (redis.llen("queue:mail"), redis.zcard("schedule")) == (0, 1)
+        second.signal(signal.SIGTERM)
+        assert second.wait(60) == 0
+        redis.close()
+    finally:
+        for worker in workers:
+            worker.stop()
+        server.stop()
