@@ -19,14 +19,27 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     return subprocess.run([WURK, *args], env=full_env, capture_output=True, text=True, timeout=60)
 
 
-def test_plugins_lists_the_seven_features_with_version_and_state():
+FEATURES = ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
+
+
+def test_plugins_lists_the_seven_features_with_version_state_and_status():
     result = run("plugins")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATE"]
+    table, _, footer = result.stdout.partition("\n\n")
+    lines = table.splitlines()
+    assert lines[0].split() == ["NAME", "DISTRIBUTION", "VERSION", "STATE", "STATUS"]
     rows = [line.split() for line in lines[1:]]
-    assert [row[0] for row in rows] == ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
+    assert [row[0] for row in rows] == FEATURES
     assert all(row[2] == wurk.__version__ and row[3] == "enabled" for row in rows)
+    # Every feature plugin is a stub so far: listed as coming, not as a working feature.
+    assert all(row[4] == "coming" for row in rows)
+    assert "not built yet" in footer
+
+
+def test_plugins_json_carries_the_status():
+    result = run("plugins", "--json")
+    assert result.returncode == 0, result.stderr
+    assert {row["name"]: row["status"] for row in json.loads(result.stdout)} == dict.fromkeys(FEATURES, "coming")
 
 
 def test_plugins_shows_switched_off_plugins_as_disabled():
@@ -48,6 +61,7 @@ def test_version_and_help_flags():
     assert run("-V").stdout.strip() == f"wurk {wurk.__version__}"
     help_text = run("-h").stdout
     assert "plugins" in help_text
+    assert "server" in help_text
     assert "Sidekiq" in help_text
 
 

@@ -1,4 +1,5 @@
-"""The wurk-batches plugin."""
+"""The wurk-batches plugin: batches of jobs. Coming: so far only the plugin's
+registration exists, so ``wurk plugins`` lists it as "coming"."""
 
 from wurk._version import __version__
 

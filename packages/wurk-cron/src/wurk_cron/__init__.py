@@ -1,4 +1,6 @@
-"""The wurk-cron plugin: periodic jobs."""
+"""The wurk-cron plugin: periodic jobs. Coming: so far only the plugin's
+registration (and its tick default) exists, so ``wurk plugins`` lists it as
+"coming"."""
 
 from wurk._version import __version__
 

@@ -1,4 +1,6 @@
-"""The wurk-unique plugin: unique jobs."""
+"""The wurk-unique plugin: unique jobs. Coming: so far only the plugin's
+registration (and its claim on the ``unique_for`` / ``unique_until`` options)
+exists, so ``wurk plugins`` lists it as "coming"."""
 
 from wurk._version import __version__
 
