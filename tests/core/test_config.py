@@ -1057,3 +1057,145 @@ def test_default_config_is_created_on_first_use_and_swappable(config):
     finally:
         wurk.set_default_config(previous)
     assert default_config() is config
+
+
+# -- a failed job's log line ------------------------------------------------------------
+
+
+def failed_job(config, environment):
+    config["environment"] = environment
+    job = {"class": "app.jobs.HardJob", "jid": "9f8e7d6c5b4a39281706f5e4", "args": [1]}
+    try:
+        raise ValueError("card declined")
+    except ValueError as exc:
+        config.handle_exception(exc, {"context": "Job raised exception", "job": job})
+
+
+def test_a_failed_job_is_a_warning_naming_the_job_with_its_traceback_in_development(captured):
+    config, log = captured
+    failed_job(config, "development")
+    (record,) = log.records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "app.jobs.HardJob jid=9f8e7d6c5b4a39281706f5e4 failed: ValueError: card declined"
+    assert record.exc_info is not None
+    assert 'raise ValueError("card declined")' in logging.Formatter().format(record)
+
+
+def test_a_failed_job_has_no_traceback_in_production(captured):
+    config, log = captured
+    failed_job(config, "production")
+    (record,) = log.records
+    assert record.levelno == logging.WARNING
+    assert record.getMessage().endswith("failed: ValueError: card declined")
+    assert record.exc_info is None
+
+
+def test_without_an_environment_option_the_environment_variables_decide(captured, monkeypatch):
+    config, log = captured
+    monkeypatch.setenv("APP_ENV", "production")
+    failed_job(config, None)
+    monkeypatch.delenv("APP_ENV")
+    monkeypatch.delenv("RAILS_ENV", raising=False)
+    monkeypatch.delenv("RACK_ENV", raising=False)
+    failed_job(config, None)  # nothing set: development
+    assert [record.exc_info is not None for record in log.records] == [False, True]
+
+
+def test_a_wrapped_job_is_named_by_the_class_it_wraps(captured):
+    config, log = captured
+    job = {"class": "Sidekiq::ActiveJob::Wrapper", "wrapped": "InvoiceJob", "jid": "ab" * 12}
+    config.handle_exception(KeyError("id"), {"context": "Job raised exception", "job": job})
+    assert log.records[0].getMessage() == f"InvoiceJob jid={'ab' * 12} failed: KeyError: 'id'"
+
+
+# -- misspelt option names ------------------------------------------------------------------
+
+
+def warnings_of(log):
+    return [record.getMessage() for record in log.records if record.levelno == logging.WARNING]
+
+
+def test_a_misspelt_option_is_warned_about_with_the_nearest_name(captured):
+    config, log = captured
+    config["concurency"] = 5
+    config.update({"timeouts": 3, "queue": "critical"})
+    assert warnings_of(log) == [
+        "unknown option 'concurency'; did you mean 'concurrency'?",
+        "unknown option 'timeouts'; did you mean 'timeout'?",
+        "unknown option 'queue'; did you mean 'queues'?",
+    ]
+    assert config["concurency"] == 5  # warned, not refused: the key is stored as written
+    config["concurency"] = 6
+    assert len(warnings_of(log)) == 3  # once per key
+
+
+def test_unknown_keys_unlike_any_option_pass_silently(captured):
+    config, log = captured
+    config.update({"pidfile": "tmp/w.pid", "schedule": {}, "my_middleware_rate": 3, "staging": {"concurrency": 2}})
+    config["max_retries"] = 7
+    config.setdefault("leader_ttl", 40)
+    assert warnings_of(log) == []
+
+
+class OwnsAnOption:
+    @wurk.hookimpl
+    def wurk_configure(self, config):
+        config.setdefault("invoice_batch_size", 100)
+
+
+def plugins_with(plugin):
+    from wurk.plugins import Plugins
+
+    plugins = Plugins(entry_points=False)
+    plugins.register(plugin, name="owns-an-option")
+    return plugins
+
+
+def test_a_plugins_options_count_as_known_once_it_has_loaded(captured):
+    config, log = captured
+    config.use_plugins(plugins_with(OwnsAnOption()))
+    config["invoice_batch_size"] = 50
+    config["invoice_batch_sise"] = 50
+    assert warnings_of(log) == ["unknown option 'invoice_batch_sise'; did you mean 'invoice_batch_size'?"]
+
+
+def test_keys_written_before_the_plugins_loaded_are_checked_at_freeze(captured):
+    config, log = captured
+    config["invoice_batch_sise"] = 50  # the plugin that owns the real name has not loaded yet
+    assert warnings_of(log) == []
+    config.use_plugins(plugins_with(OwnsAnOption()))
+    config.freeze()
+    assert warnings_of(log) == ["unknown option 'invoice_batch_sise'; did you mean 'invoice_batch_size'?"]
+
+
+def test_a_yaml_file_goes_through_the_same_check(captured, tmp_path):
+    from wurk import boot
+
+    config, log = captured
+    path = tmp_path / "wurk.yml"
+    path.write_text(":concurency: 3\n:timeout: 9\nproduction:\n  :concurrency: 20\n", encoding="utf-8")
+    boot.apply_options(config, boot.load_config_file(path, "development"))
+    assert warnings_of(log) == ["unknown option 'concurency'; did you mean 'concurrency'?"]
+    assert config["timeout"] == 9
+
+
+# -- queue names are not Redis keys -------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", ["queue:mail", "queue:mail,2", ["queue:mail", 2]])
+def test_a_queue_named_by_its_redis_key_is_refused(entry):
+    with pytest.raises(ConfigurationError, match=r"'queue:mail'.*without the 'queue:' prefix \('mail'\)"):
+        parse_queue(entry)
+    config = wurk.Config()
+    with pytest.raises(ConfigurationError, match="prefix"):
+        config.queues = ["default", entry]
+    assert config.queues == ["default"]
+
+
+def test_a_yaml_queue_with_the_prefix_is_refused(tmp_path):
+    from wurk import boot
+
+    path = tmp_path / "wurk.yml"
+    path.write_text("queues:\n  - queue:mail\ncapsules:\n  serial:\n    queues: [queue:imports]\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="'queue:mail'"):
+        boot.apply_options(wurk.Config(), boot.load_config_file(path, "development"))

@@ -1,8 +1,10 @@
-"""The client outage buffer, with the Redis server really killed and restarted."""
+"""The client outage buffer and the outage log, with the Redis server really
+killed and restarted."""
 
 from __future__ import annotations
 
 import json
+import logging
 import signal
 
 import pytest
@@ -173,3 +175,114 @@ def test_a_forked_child_starts_with_an_empty_buffer(volatile, config, tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(buffer) == 1
+
+
+# -- the outage log -------------------------------------------------------------------
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[tuple[int, str]] = []
+
+    def emit(self, record):
+        self.lines.append((record.levelno, record.getMessage()))
+
+
+@pytest.fixture
+def lines(config):
+    """The configuration's log lines (its own logger, not the shared ``wurk`` one)."""
+    logger = logging.getLogger(f"wurk.test.outage.{id(config)}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    handler = Lines()
+    logger.addHandler(handler)
+    config.logger = logger
+    yield handler.lines
+    logger.removeHandler(handler)
+
+
+def unreachable(config):
+    """The error a worker thread gets when Redis is away (after the pool's retries)."""
+    with pytest.raises(RedisConnectionError) as caught:
+        config.redis_pool.execute(lambda conn: conn.ping())
+    return caught.value
+
+
+def test_an_outage_is_one_warning_then_a_reminder_with_counts_then_one_line_at_recovery(
+    volatile, config, lines, tmp_path
+):
+    config.redis = {"url": volatile.url}
+    config.redis_pool.ping()
+    volatile.kill()
+    error = unreachable(config)
+
+    for context in ("fetch", "fetch", "fetch", "heartbeat"):  # four threads, each failing
+        config.handle_exception(error, {"context": context})
+    assert len(lines) == 1
+    level, first = lines[0]
+    assert level == logging.WARNING
+    assert first.startswith("Redis unreachable: RedisConnectionError: cannot reach Redis at ")
+    assert "(context=fetch)" in first
+
+    config.outage_log.reminder_interval = 0  # as if the minute had passed
+    config.handle_exception(error, {"context": "fetch"})
+    assert len(lines) == 2
+    level, reminder = lines[1]
+    assert level == logging.WARNING
+    assert reminder.startswith("Redis still unreachable after ")
+    assert "4 error(s) since the last report (fetch=3 heartbeat=1); last: RedisConnectionError" in reminder
+
+    back = restart(volatile, tmp_path)
+    try:
+        config.redis_pool.ping()
+        assert config.outage_log.recovered()
+        assert not config.outage_log.recovered()  # once
+    finally:
+        back.stop()
+    assert lines[2][1].startswith("Redis is reachable again after ")
+    assert lines[2][1].endswith("(5 error(s) during the outage)")
+    assert len(lines) == 3
+
+
+def test_errors_other_than_an_outage_are_still_logged_each_time(config, lines):
+    for _ in range(3):
+        config.handle_exception(redis_py.exceptions.ResponseError("WRONGTYPE"), {"context": "scheduler"})
+    assert [level for level, _ in lines] == [logging.WARNING] * 3
+    assert not config.outage_log.down
+
+
+def test_an_outage_that_returns_at_once_is_not_announced_again(volatile, config, lines):
+    config.redis = {"url": volatile.url}
+    config.redis_pool.ping()
+    volatile.kill()
+    error = unreachable(config)
+    config.handle_exception(error, {"context": "fetch"})
+    config.outage_log.recovered()
+    for _ in range(3):  # a flapping server: counted for the next reminder, not announced again
+        config.handle_exception(error, {"context": "fetch"})
+    assert [text.split(":")[0].split(" after")[0] for _, text in lines] == [
+        "Redis unreachable",
+        "Redis is reachable again",
+    ]
+
+
+def test_buffered_pushes_report_the_outage_once_and_the_replay_when_it_ends(volatile, config, lines, tmp_path):
+    config.redis = {"url": volatile.url}
+    config.reliable_push(buffer_size=100)
+    volatile.kill()
+    for n in range(2):
+        Order.perform_async(n)
+    assert len(lines) == 1
+    assert lines[0][1].startswith("Redis unreachable: ")
+    assert "(context=buffered_push)" in lines[0][1]
+
+    back = restart(volatile, tmp_path)
+    try:
+        Order.perform_async(2)
+        assert stored_args(back.url) == list(range(3))
+    finally:
+        back.stop()
+    assert len(lines) == 2
+    assert lines[1][1].startswith("Redis is reachable again after ")
+    assert lines[1][1].endswith("; replayed 2 buffered job(s))")

@@ -25,12 +25,15 @@ if TYPE_CHECKING:
 
 QueueEntry = str | Sequence[Any]
 
+#: The prefix of a queue's Redis key, never part of the queue's name.
+QUEUE_PREFIX = "queue:"
+
 
 def parse_queue(entry: QueueEntry) -> tuple[str, int]:
     """``"name"``, ``"name,3"``, ``["name"]`` or ``["name", 3]`` → (name, weight).
 
     A missing weight is 0 (strict order); an explicit weight must be a whole
-    number above 0.
+    number above 0. A name given as its Redis key (``queue:mail``) is refused.
     """
     if isinstance(entry, str):
         name, _, weight_text = entry.partition(",")
@@ -43,6 +46,14 @@ def parse_queue(entry: QueueEntry) -> tuple[str, int]:
     if not isinstance(name, str) or not name.strip():
         raise ConfigurationError(f"queue entry {entry!r} has no queue name")
     name = name.strip()
+    if name.startswith(QUEUE_PREFIX):
+        # The Redis key of queue "mail" is "queue:mail"; serving "queue:mail"
+        # would watch "queue:queue:mail", where nothing is ever pushed.
+        bare = name[len(QUEUE_PREFIX) :]
+        raise ConfigurationError(
+            f"queue {name!r}: name the queue without the {QUEUE_PREFIX!r} prefix ({bare!r}); "
+            f"Wurk adds it to form the Redis key"
+        )
     if weight is None:
         return name, 0
     try:

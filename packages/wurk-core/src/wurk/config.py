@@ -14,6 +14,7 @@ scripts through their hooks at that moment.
 from __future__ import annotations
 
 import copy
+import difflib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -25,6 +26,7 @@ from wurk.errors import ConfigurationError, FrozenConfigError
 from wurk.hookspecs import LIFECYCLE_EVENTS
 from wurk.middleware import Chain
 from wurk.options import OptionRegistry
+from wurk.outage import OutageLog, is_outage
 from wurk.redis_pool import DEFAULT_URL, RedisPool
 from wurk.registry import JobRegistry
 from wurk.scripts import ScriptRegistry
@@ -57,6 +59,50 @@ DEFAULTS: dict[str, Any] = {
     "redis_error_handlers": [],
 }
 
+#: Every option core reads or the guides document, besides ``DEFAULTS``: a new
+#: key close to one of these is most likely a misspelling of it.
+RUNTIME_OPTIONS = frozenset(
+    {
+        "queues",
+        "capsules",
+        "redis",
+        "config_file",
+        "tag",
+        "identity",
+        "verbose",
+        "server",
+        "disabled_plugins",
+        "max_retries",
+        "fetch_class",
+        "fetch_setup",
+        "fetch_poll_interval",
+        "scheduled_enq",
+        "job_logger",
+        "skip_default_job_logging",
+        "scheduler_initial_wait",
+        "heartbeat_interval",
+        "cron_tick_interval",
+        "metrics_rollup_interval",
+        "metrics_flush_interval",
+        "super_fetch_reaper_interval",
+        "super_fetch_callback",
+        "poison_callbacks",
+        "leader_ttl",
+        "leader_renew_interval",
+        "leader_follower_interval",
+        "history_stream_cap",
+        "health_check_options",
+        "web_pool_size",
+        "memory_limit_mb",
+    }
+)
+KNOWN_OPTIONS = frozenset(DEFAULTS) | RUNTIME_OPTIONS
+
+#: How alike (0..1, difflib's ratio) a new key must be to a known option to
+#: count as a misspelling of it: "concurency" and "timeouts" are, Sidekiq-era
+#: YAML keys such as "pidfile" or "schedule" are not.
+TYPO_CUTOFF = 0.8
+
 #: Job options every job starts from, unless ``default_job_options`` changes them.
 DEFAULT_JOB_OPTIONS: dict[str, Any] = {"retry": True, "queue": "default"}
 
@@ -65,6 +111,9 @@ ONESHOT_EXEMPT = frozenset({"beat"})
 REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
 
 _REDIS_ERROR_TYPES: tuple[type[BaseException], ...] = ()
+
+#: The context the processor reports a failed job under.
+JOB_FAILED = "Job raised exception"
 
 
 def _redis_error_types() -> tuple[type[BaseException], ...]:
@@ -78,17 +127,35 @@ def _redis_error_types() -> tuple[type[BaseException], ...]:
     return _REDIS_ERROR_TYPES
 
 
+def _summary(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def default_error_handler(exc: BaseException, context: dict[str, Any], config: Config) -> None:
-    """Log the exception as one line (its type, message and context), plus the
-    traceback when ``WURK_DEBUG`` is set or the logger is at DEBUG. Redis
-    errors are warnings, the rest informational: a job failure is booked by
-    the retry layer, so the log line is for the record, not an alarm."""
+    """Log what went wrong, in proportion.
+
+    A failed job is a WARNING naming the job, with the traceback in
+    development, where the person reading the log is the one who wrote the
+    job. Redis being unreachable goes to the outage log, which says so once
+    rather than once a second from every thread. Anything else is one line
+    (Redis errors as warnings, the rest informational), with the traceback
+    when ``WURK_DEBUG`` is set or the logger is at DEBUG.
+    """
     logger = config.logger
-    level = logging.WARNING if isinstance(exc, _redis_error_types()) else logging.INFO
-    summary = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    ctx = " ".join(f"{key}={value}" for key, value in context.items() if key != "job")
     verbose = env.debug() or logger.isEnabledFor(logging.DEBUG)
-    logger.log(level, "%s%s", summary, f" ({ctx})" if ctx else "", exc_info=exc if verbose else None)
+    job = context.get("job")
+    if context.get("context") == JOB_FAILED and isinstance(job, Mapping):
+        development = (config.option("environment") or env.environment()) == "development"
+        name = job.get("wrapped") or job.get("class")
+        traceback = exc if development or verbose else None
+        logger.warning("%s jid=%s failed: %s", name, job.get("jid"), _summary(exc), exc_info=traceback)
+        return
+    if is_outage(exc):
+        config.outage_log.error(exc, str(context.get("context") or type(exc).__name__))
+        return
+    level = logging.WARNING if isinstance(exc, _redis_error_types()) else logging.INFO
+    ctx = " ".join(f"{key}={value}" for key, value in context.items() if key != "job")
+    logger.log(level, "%s%s", _summary(exc), f" ({ctx})" if ctx else "", exc_info=exc if verbose else None)
 
 
 def _check_handlers(key: str, handlers: Any) -> list[Any]:
@@ -169,11 +236,16 @@ class Config:
         self._job_options_registry: OptionRegistry | None = None
         self._logger: logging.Logger | None = None
         self._lock = threading.RLock()
+        self._declaring = False
+        self._declared: set[str] = set()
+        self._unchecked: set[str] = set()
         self.default_job_options: dict[str, Any] = dict(DEFAULT_JOB_OPTIONS)
         self.thread_priority = -1
         self.jobs = JobRegistry()
         self.dogstatsd: Callable[[], Any] | None = None
         self._statsd: Any = None
+        #: Says once, not once a second per thread, that Redis is unreachable.
+        self.outage_log = OutageLog(self)
         self.default_capsule  # noqa: B018 - created eagerly so config.queues always works
         if options:
             self.update(options)
@@ -199,7 +271,31 @@ class Config:
             self.queues = value
         else:
             validate = _VALIDATORS.get(key)
+            if key not in self._options and key not in KNOWN_OPTIONS:
+                self._note_unknown(key)
             self._options[key] = value if validate is None else validate(key, value)
+
+    # An unknown key is warned about, never refused: the configuration is an
+    # open hash that third-party middleware reads its own keys from, and a
+    # plugin's keys are only known once it has loaded, which is usually after
+    # the application wrote them. A key close to a known option is almost
+    # always a typo of it, though, and a typo silently does nothing.
+
+    def _note_unknown(self, key: str) -> None:
+        if self._declaring:  # a plugin's wurk_configure contributing its own key
+            self._declared.add(key)
+        elif not self._suggest(key):
+            self._unchecked.add(key)  # looked at again once the plugins are loaded
+
+    def _suggest(self, key: str) -> bool:
+        """Warn if ``key`` looks like a misspelt known option; whether it did."""
+        if not isinstance(key, str):
+            return False
+        close = difflib.get_close_matches(key, KNOWN_OPTIONS | self._declared, n=1, cutoff=TYPO_CUTOFF)
+        if not close:
+            return False
+        self.logger.warning("unknown option %r; did you mean %r?", key, close[0])
+        return True
 
     def __contains__(self, key: object) -> bool:
         return key in self._options or key in ("concurrency", "queues")
@@ -229,6 +325,8 @@ class Config:
         raise KeyError(f"no configuration option {key!r}")
 
     def setdefault(self, key: str, value: Any) -> Any:
+        if self._declaring:
+            self._declared.add(key)
         if key not in self:
             self[key] = value
         return self[key]
@@ -256,6 +354,9 @@ class Config:
         through ``setdefault`` land before the configuration locks.
         """
         _ = self.plugins
+        for key in sorted(self._unchecked - self._declared):
+            self._suggest(key)
+        self._unchecked.clear()
         self._frozen = True
 
     @property
@@ -517,7 +618,7 @@ class Config:
 
                 self._plugins = Plugins(self._options["disabled_plugins"])
                 hook = self._plugins.hook
-                hook.wurk_configure(config=self)
+                self._configure_plugins(hook)
                 hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
             return self._plugins
 
@@ -527,8 +628,17 @@ class Config:
             self._plugins = plugins
             self._scripts = None
             self._job_options_registry = None
-        plugins.hook.wurk_configure(config=self)
+        self._configure_plugins(plugins.hook)
         plugins.hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
+
+    def _configure_plugins(self, hook: Any) -> None:
+        """Run ``wurk_configure``; the keys plugins write there are theirs, so
+        they count as known options from then on."""
+        self._declaring = True
+        try:
+            hook.wurk_configure(config=self)
+        finally:
+            self._declaring = False
 
     @property
     def scripts(self) -> ScriptRegistry:

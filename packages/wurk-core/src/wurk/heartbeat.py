@@ -6,6 +6,14 @@ refreshes the ``<identity>`` hash (60 s TTL) with every field Sidekiq 8
 writes, in one MULTI that also pops one remote signal from
 ``<identity>-signals``. A Redis error during a beat is logged and the beat is
 skipped; the counts of a failed flush are kept for the next one.
+
+The 10-second beat is the wire's cadence, but a person watching ``wurk stats``
+or a dashboard should not wait that long to see what just happened. So the
+thread also wakes every second in between: it flushes the counters when jobs
+have finished since the last flush (one pipeline a second at most, never one
+per job), and beats at once when the process has just been quieted. While
+Redis is unreachable it pings it on each wake, and beats the moment it
+answers, which also ends the outage in the log.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ if TYPE_CHECKING:
     from wurk.launcher import Launcher
 
 BEAT_PAUSE = 10.0
+#: Seconds between two wakes of the heartbeat thread between beats.
+TICK = 1.0
 PROCESS_TTL = 60
 DAILY_STAT_TTL = 5 * 365 * 24 * 60 * 60
 
@@ -53,6 +63,10 @@ class Heartbeat(BackgroundThread):
         self.last_beat: float | None = None
         self._info = json.dumps(self.info(), separators=(",", ":"), ensure_ascii=False)
         self._pause = float(self.config.option("heartbeat_interval", BEAT_PAUSE))
+        self._next_beat = 0.0
+        #: The quiet state the last beat wrote (or tried to).
+        self._quiet_shown = False
+        self._failed = False
 
     def info(self) -> dict[str, Any]:
         capsules = self.config.capsules
@@ -81,14 +95,40 @@ class Heartbeat(BackgroundThread):
         super().start()
 
     def _run(self) -> None:
-        while not self.wait(self._pause):
+        while not self.wait(max(0.0, min(TICK, self._next_beat - time.monotonic()))):
+            self.tick()
+
+    def tick(self) -> None:
+        """One wake: the beat when it is due (or the process was just
+        quieted), else the counters, or a ping while Redis is unreachable."""
+        if time.monotonic() >= self._next_beat or self.launcher.quieted != self._quiet_shown:
             self.beat()
+            return
+        try:
+            if self.config.outage_log.down:
+                self.config.redis_pool.execute(lambda conn: conn.ping())
+                if self._failed:
+                    # Back: beat now, so a process whose hash lapsed during
+                    # the outage reappears at once, not at the next beat.
+                    self.beat()
+                    return
+                self.config.outage_log.recovered()
+            self.flush_stats()
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "heartbeat"})
 
     def beat(self) -> None:
+        self._next_beat = time.monotonic() + self._pause
+        # Taken before the beat, so that a beat which fails is not retried
+        # every second: the regular cadence (or the end of an outage) will.
+        self._quiet_shown = self.launcher.quieted
         try:
             self._beat()
         except Exception as exc:
+            self._failed = True
             self.config.handle_exception(exc, {"context": "heartbeat"})
+        else:
+            self._failed = False
 
     def _beat(self) -> None:
         self.flush_stats()
@@ -100,13 +140,14 @@ class Heartbeat(BackgroundThread):
         pool.execute(lambda conn: conn.ping())
         rtt_us = int((time.perf_counter() - started) * 1_000_000)
         busy = sum(manager.busy() for manager in self.launcher.managers)
+        quiet = self._quiet_shown
         fields = {
             "info": self._info,
             "concurrency": self.config.total_concurrency,
             "busy": busy,
             "beat": repr(time.time()),
             "rtt_us": rtt_us,
-            "quiet": "true" if self.launcher.quieted else "false",
+            "quiet": "true" if quiet else "false",
             "rss": rss_kb(),
         }
 
@@ -121,6 +162,7 @@ class Heartbeat(BackgroundThread):
 
         _, existed, _, _, signal = pool.execute(write)
         self.last_beat = time.time()
+        self.config.outage_log.recovered()
         if not existed:
             self.config.fire_event("heartbeat")
         self.config.fire_event("beat")

@@ -1,4 +1,15 @@
-"""The client-side outage buffer (``config.reliable_push()``).
+"""Living through a Redis outage: the client buffer and the outage log.
+
+:class:`OutageLog` keeps an outage from flooding the log. Every thread of a
+worker notices a dead server on its own (each processor's fetch, the
+heartbeat, the scheduler…), once a second or so; logged one by one, that is
+hundreds of identical lines a minute that bury the line that says what is
+wrong. The outage log turns them into one warning when the outage starts, a
+reminder with counts at most once a minute while it lasts, and one line when
+Redis answers again. The client buffer below reports through it too, so an
+outage reads the same in a web process and in a worker.
+
+The client-side outage buffer (``config.reliable_push()``).
 
 While Redis is unreachable, pushes land in a bounded in-memory ring buffer
 instead of raising. Every later push first replays the buffer oldest-first,
@@ -20,12 +31,15 @@ from __future__ import annotations
 import collections
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ConnectionError as RedisPyConnectionError
+from redis.exceptions import TimeoutError as RedisPyTimeoutError
 
 from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
+from wurk.redis_pool import PoolTimeoutError
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -36,6 +50,143 @@ Writer = Callable[[list[Payload]], None]
 #: Failures that mean "Redis is not there right now" (after the pool's retries).
 TRANSIENT = (RedisConnectionError, RedisPyConnectionError)
 OVERFLOW_MODES = ("drop_oldest", "raise")
+#: What the outage log counts: the above, and a socket that stopped answering.
+UNREACHABLE = (*TRANSIENT, RedisPyTimeoutError)
+
+#: How the outage log names a push that went to the buffer.
+PUSH_CONTEXT = "buffered_push"
+
+#: Seconds between two reminders of the same outage.
+REMINDER_INTERVAL = 60.0
+#: Seconds without a failure after which an outage nobody saw end is over.
+STALE_OUTAGE = 300.0
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` means the server cannot be reached (rather than that it
+    answered with an error). A pool with no free connection is not an outage
+    but an undersized pool, and is reported on its own."""
+    return isinstance(exc, UNREACHABLE) and not isinstance(exc, PoolTimeoutError)
+
+
+def _summary(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class OutageLog:
+    """One warning per outage, a reminder a minute, one line at recovery.
+
+    ``error`` is called for each failure that means Redis is unreachable (the
+    default error handler routes them here), ``recovered`` by whatever has
+    just talked to Redis successfully (the heartbeat, the buffer's replay).
+
+    An outage that starts again less than ``reminder_interval`` after the last
+    one ended is not announced afresh: a server that flaps, or one pool that
+    cannot connect while another can, then still costs at most a few lines a
+    minute, and the next reminder carries the count.
+    """
+
+    def __init__(self, config: Config, reminder_interval: float = REMINDER_INTERVAL) -> None:
+        self.config = config
+        self.reminder_interval = reminder_interval
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._reported_at = 0.0
+        self._recovered_at: float | None = None
+        self._last_error_at = 0.0
+        self._announced = False
+        self._errors = 0
+        self._counts: collections.Counter[str] = collections.Counter()
+
+    @property
+    def down(self) -> bool:
+        """Whether an outage is under way (errors seen, no success since)."""
+        return self._since is not None
+
+    def error(self, exc: BaseException, context: str) -> None:
+        """Count one failure to reach Redis; log only if the outage is new or
+        the last line is ``reminder_interval`` old."""
+        now = time.monotonic()
+        with self._lock:
+            if self._since is not None and now - self._last_error_at > STALE_OUTAGE:
+                # Nothing failed for minutes and nothing said Redis was back:
+                # that outage ended unnoticed, and this is a new one.
+                self._end(self._last_error_at)
+            self._last_error_at = now
+            self._errors += 1
+            self._counts[context] += 1
+            due = now - self._reported_at >= self.reminder_interval
+            if self._since is None:
+                self._since = now
+                flapping = self._recovered_at is not None and now - self._recovered_at < self.reminder_interval
+                if flapping and not due:
+                    return
+                message = (
+                    f"Redis unreachable: {_summary(exc)} (context={context}); further errors are counted "
+                    f"and reported every {_duration(self.reminder_interval)} until it answers again"
+                )
+                self._report(now)
+                self.config.logger.warning(message)
+                return
+            if not due:
+                return
+            counts = " ".join(f"{name}={count}" for name, count in sorted(self._counts.items()))
+            errors = sum(self._counts.values())
+            message = (
+                f"Redis still unreachable after {_duration(now - self._since)}: {errors} error(s) since the "
+                f"last report ({counts}); last: {_summary(exc)}"
+            )
+            self._report(now)
+        self.config.logger.warning(message)
+
+    def _report(self, now: float) -> None:
+        self._reported_at = now
+        self._announced = True
+        self._counts.clear()
+
+    def recovered(self, note: str = "") -> bool:
+        """Redis answered: end the outage (``True`` if one was under way).
+
+        ``note`` is appended to the line, say what was replayed.
+        """
+        if self._since is None:  # the common case, without the lock
+            return False
+        now = time.monotonic()
+        with self._lock:
+            since, announced, errors = self._since, self._announced, self._errors
+            if since is None:
+                return False
+            self._end(now)
+        if announced:
+            extra = f"; {note}" if note else ""
+            self.config.logger.info(
+                "Redis is reachable again after %s (%s error(s) during the outage%s)",
+                _duration(now - since),
+                errors,
+                extra,
+            )
+        return True
+
+    def _end(self, at: float) -> None:
+        if self._announced:
+            # Only an announced outage's counts were reported; an unannounced
+            # one's wait for the next reminder.
+            self._counts.clear()
+        self._since = None
+        self._recovered_at = at
+        self._announced = False
+        self._errors = 0
 
 
 class BatchNotBufferedError(WurkError, ConnectionError):
@@ -58,6 +209,10 @@ class OutageBuffer:
         self._lock = threading.RLock()
         self._drainer: threading.Thread | None = None
         self._stop = threading.Event()
+        #: Jobs buffered and dropped since the buffer was last empty, for the
+        #: line that reports the replay.
+        self._buffered = 0
+        self._dropped = 0
         self.configure(size=size, overflow=overflow)
         os.register_at_fork(after_in_child=self._forget_after_fork)
 
@@ -73,6 +228,7 @@ class OutageBuffer:
         # The parent still holds these jobs and will replay them; a child that
         # replayed them too would push each one twice.
         self._items = collections.deque()
+        self._buffered = self._dropped = 0
         self._lock = threading.RLock()
         self._drainer = None
         self._stop = threading.Event()
@@ -83,12 +239,16 @@ class OutageBuffer:
     def push(self, writer: Writer, payloads: list[Payload]) -> None:
         """Write ``payloads`` behind whatever is still buffered."""
         with self._lock:
-            if self._items and not self._drain_locked():
-                self._buffer(writer, payloads, None)
-                return
+            if self._items:
+                failure = self._drain_locked()
+                if failure is not None:
+                    self.config.outage_log.error(failure, PUSH_CONTEXT)
+                    self._buffer(writer, payloads, None)
+                    return
             try:
                 writer(payloads)
             except TRANSIENT as exc:
+                self.config.outage_log.error(exc, PUSH_CONTEXT)
                 self._buffer(writer, payloads, exc)
 
     def _buffer(self, writer: Writer, payloads: list[Payload], exc: BaseException | None) -> None:
@@ -100,7 +260,14 @@ class OutageBuffer:
                 if self.overflow == "raise":
                     raise BufferOverflowError(job)
                 self._items.popleft()
+                self._dropped += 1
+                if self._dropped == 1:
+                    self.config.logger.warning(
+                        "outage buffer full (%s jobs): the oldest buffered jobs are dropped until Redis answers",
+                        self.size,
+                    )
             self._items.append((job, writer))
+            self._buffered += 1
         if batched:
             if exc is not None:
                 raise exc
@@ -111,18 +278,26 @@ class OutageBuffer:
     def drain(self) -> bool:
         """Replay buffered jobs oldest-first; ``True`` when the buffer is empty."""
         with self._lock:
-            return self._drain_locked()
+            return self._drain_locked() is None
 
-    def _drain_locked(self) -> bool:
+    def _drain_locked(self) -> BaseException | None:
+        """Replay until empty (``None``) or until a write fails (its error)."""
+        if not self._items:
+            return None
         while self._items:
             job, writer = self._items[0]
             try:
                 writer([job])
-            except TRANSIENT:
-                return False
+            except TRANSIENT as exc:
+                return exc
             self._items.popleft()
             self.config.statsd_increment("jobs.recovered.push")
-        return True
+        note = f"replayed {self._buffered} buffered job(s)"
+        if self._dropped:
+            note += f", dropped the {self._dropped} oldest when the buffer was full"
+        self._buffered = self._dropped = 0
+        self.config.outage_log.recovered(note)
+        return None
 
     def start_drainer(self, interval: float = 2.0) -> None:
         """Replay the buffer every ``interval`` seconds even if nothing pushes."""
