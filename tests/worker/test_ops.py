@@ -9,6 +9,7 @@ import time
 from click.testing import CliRunner
 
 import wurk
+import wurk.api
 from tests.helpers import wait_for
 from tests.worker.worker_app import Record, Slow
 from wurk.cli import build
@@ -57,7 +58,7 @@ def test_one_job_by_jid(config, redis):
 def test_whole_sets(config, redis):
     for n in range(3):
         wurk.api.RetrySet().schedule(time.time() + 60, {"class": "X", "args": [n], "jid": f"{n:024d}", "queue": "q"})
-    assert "3 job(s) moved from retry to the dead set" in run(config, "kill-all", "retry").output
+    assert "3 job(s) moved from retry to the dead set" in run(config, "kill-all", "retry", "--yes").output
     assert redis.zcard("dead") == 3
     assert "3 job(s) moved from dead to their queues" in run(config, "retry-all", "dead").output
     assert redis.llen("queue:q") == 3
@@ -79,3 +80,93 @@ def test_processes_quiet_and_stop(workers, config, redis):
     assert worker.proc.returncode != -signal.SIGKILL
     bad = CliRunner().invoke(build(config), ["quiet"], obj={"config": config})
     assert bad.exit_code == 2
+
+
+def test_job_show_prints_arguments_as_json(config):
+    jid = Record.perform_async({"to": "ann@example.com", "cc": None, "urgent": True})
+    shown = run(config, "job", "show", jid).output
+    [args] = [line for line in shown.splitlines() if line.startswith("args")]
+    assert args.split(None, 1)[1] == '[{"to": "ann@example.com", "cc": null, "urgent": true}]'
+    assert json.loads(run(config, "job", "show", jid, "--json").output)["args"] == [
+        {"to": "ann@example.com", "cc": None, "urgent": True}
+    ]
+
+
+def test_pausing_an_unknown_queue_warns_but_pauses(config, redis):
+    Record.set(queue="payments").perform_async(1)
+    result = run(config, "pause", "paymets")
+    assert result.exit_code == 0
+    assert "no job has been pushed to queue 'paymets' yet; did you mean 'payments'? Pausing it anyway." in result.stderr
+    assert redis.sismember("paused", "paymets")  # ahead of its first job, as Sidekiq allows
+    known = run(config, "pause", "payments")
+    assert (known.exit_code, known.stderr) == (0, "")
+    refused = CliRunner().invoke(build(config), ["pause", "queue:payments"], obj={"config": config})
+    assert refused.exit_code == 1
+    assert "wurk pause payments" in refused.output
+    assert not redis.sismember("paused", "queue:payments")
+
+
+def schedule_retries(count):
+    for n in range(count):
+        wurk.api.RetrySet().schedule(time.time() + 60, {"class": "X", "args": [n], "jid": f"{n:024d}", "queue": "q"})
+
+
+def test_kill_all_without_a_terminal_refuses_unless_told_yes(config, redis):
+    schedule_retries(2)
+    refused = run(config, "kill-all", "retry")  # CliRunner's stdin is not a terminal, as in cron
+    assert refused.exit_code == 1
+    assert "Move all 2 job(s) in retry to the dead set? Not confirmed" in refused.output
+    assert "--yes" in refused.output
+    assert (redis.zcard("retry"), redis.zcard("dead")) == (2, 0)
+    assert "2 job(s) moved" in run(config, "kill-all", "retry", "-y").output
+    assert (redis.zcard("retry"), redis.zcard("dead")) == (0, 2)
+    assert run(config, "kill-all", "retry").output == "no jobs in retry\n"
+
+
+def ask_on_a_terminal(redis_url, answer):
+    """``wurk kill-all retry`` in a real pseudo-terminal, answering ``answer``."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "REDIS_URL": redis_url}
+    command = [sys.executable, "-m", "wurk.cli", "kill-all", "retry"]
+    child = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    seen = b""
+    try:
+        while b"[y/N]" not in seen:
+            ready, _, _ = select.select([leader], [], [], 30)
+            assert ready, f"no question asked; got {seen!r}"
+            seen += os.read(leader, 1024)
+        os.write(leader, answer + b"\n")
+        assert child.wait(30) is not None
+        while select.select([leader], [], [], 0.2)[0]:
+            try:
+                chunk = os.read(leader, 1024)
+            except OSError:  # the terminal closed with the child
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        os.close(leader)
+    return child.returncode, seen.decode()
+
+
+def test_kill_all_on_a_terminal_asks_first(config, redis, redis_url):
+    schedule_retries(3)
+    code, said = ask_on_a_terminal(redis_url, b"n")
+    assert "Move all 3 job(s) in retry to the dead set? [y/N]" in said
+    assert code == 1
+    assert redis.zcard("retry") == 3
+    code, said = ask_on_a_terminal(redis_url, b"y")
+    assert code == 0
+    assert "3 job(s) moved from retry to the dead set" in said
+    assert (redis.zcard("retry"), redis.zcard("dead")) == (0, 3)

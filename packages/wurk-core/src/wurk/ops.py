@@ -9,6 +9,7 @@ scripts. The server is ``REDIS_URL``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 import time
@@ -39,8 +40,16 @@ def _emit(data: Any, as_json: bool, rows: Sequence[Sequence[Any]] | None = None)
         _table(rows)
 
 
+def _cell(value: Any) -> str:
+    """A table cell; arguments and other structures as JSON, the form they
+    have on the wire and the one a user can paste back into Python or Ruby."""
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
 def _table(rows: Sequence[Sequence[Any]]) -> None:
-    text = [[str(cell) for cell in row] for row in rows]
+    text = [[_cell(cell) for cell in row] for row in rows]
     if not text:
         return
     widths = [max(len(row[col]) for row in text) for col in range(len(text[0]))]
@@ -195,18 +204,59 @@ def retry_all_command(set_name: str) -> None:
     click.echo(f"{_set(set_name).retry_all()} job(s) moved from {set_name} to their queues")
 
 
+def _confirm(question: str, yes: bool) -> None:
+    """Ask before a bulk change that cannot be undone; without a terminal to
+    ask on (a script, a pipe, cron), refuse rather than wait for an answer
+    that never comes, and say how to proceed."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.ClickException(f"{question} Not confirmed (no terminal to ask on): pass --yes to go ahead.")
+    click.confirm(question, abort=True)
+
+
+YES = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+
+
 @click.command("kill-all")
 @click.argument("set_name", type=click.Choice(SET_NAMES[:2]))
-def kill_all_command(set_name: str) -> None:
-    """Move every scheduled or retrying job to the dead set."""
-    click.echo(f"{_set(set_name).kill_all()} job(s) moved from {set_name} to the dead set")
+@YES
+def kill_all_command(set_name: str, yes: bool) -> None:
+    """Move every scheduled or retrying job to the dead set.
+
+    Death handlers run for each job and the dead set is trimmed to its cap
+    afterwards, so this asks first (--yes to skip the question).
+    """
+    jobs = _set(set_name)
+    count = jobs.size
+    if not count:
+        click.echo(f"no jobs in {set_name}")
+        return
+    _confirm(f"Move all {count} job(s) in {set_name} to the dead set?", yes)
+    click.echo(f"{jobs.kill_all()} job(s) moved from {set_name} to the dead set")
 
 
 @click.command("pause")
 @click.argument("queue")
 def pause_command(queue: str) -> None:
-    """Stop workers fetching from QUEUE (running jobs finish)."""
-    _api().Queue(queue).pause()
+    """Stop workers fetching from QUEUE (running jobs finish).
+
+    A queue no job has been pushed to yet can be paused ahead of time, but
+    since that is more often a typo, it is paused with a warning.
+    """
+    from wurk.capsule import QUEUE_PREFIX
+
+    if queue.startswith(QUEUE_PREFIX):
+        raise click.ClickException(
+            f"name the queue without the {QUEUE_PREFIX!r} prefix: wurk pause {queue[len(QUEUE_PREFIX) :]}"
+        )
+    api = _api()
+    known = [q.name for q in api.Queue.all()]
+    if queue not in known:
+        close = difflib.get_close_matches(queue, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else "."
+        click.echo(f"warning: no job has been pushed to queue {queue!r} yet{hint} Pausing it anyway.", err=True)
+    api.Queue(queue).pause()
     click.echo(f"queue {queue} paused")
 
 
