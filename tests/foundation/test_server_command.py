@@ -147,6 +147,23 @@ def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
     assert not answers(url)
 
 
+def test_demo_stopped_by_term_leaves_no_server_or_worker_behind(tmp_path):
+    log = tmp_path / "demo.log"
+    demo = Subprocess([WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "3", "--seconds", "600"], log=log)
+    try:
+        match = wait_for(lambda: re.search(r"pid=(\d+) \S+: Wurk \S+ starting", log.read_text()), timeout=60)
+        worker_pid = int(match.group(1))  # type: ignore[union-attr]
+        url = re.search(r"server: ready at (\S+)", log.read_text()).group(1)  # type: ignore[union-attr]
+        demo.signal(signal.SIGTERM)
+        assert demo.wait(60) == 0
+    finally:
+        demo.stop()
+    assert "server: stopped" in demo.output()
+    assert not answers(url)
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker_pid, 0)  # stopped and reaped by the demo
+
+
 def readme_blocks(language: str) -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)

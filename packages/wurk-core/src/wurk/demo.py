@@ -94,7 +94,25 @@ def summary(conn: Any) -> str:
 
 
 def run_demo(data_dir: Path, count: int, seconds: float) -> None:
-    """Server, client and worker for ``seconds``; Ctrl-C ends it early, cleanly."""
+    """Server, client and worker for ``seconds``; Ctrl-C or TERM ends it early, cleanly.
+
+    The server and the worker run in sessions of their own, so that a Ctrl-C
+    reaches only the demo, which then stops each of them once. TERM is handled
+    like Ctrl-C: left to its default, it would end the demo at once and leave
+    both behind.
+    """
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        _run(data_dir, count, seconds)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(data_dir: Path, count: int, seconds: float) -> None:
     server = embedded_server(data_dir)
     click.echo(f"server: starting the embedded Valkey (what `wurk server` runs), data in {server.data_dir}")
     with server:
