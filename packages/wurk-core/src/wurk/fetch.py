@@ -41,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from redis.exceptions import RedisError
+
 from wurk import keys
 from wurk.payload import exact as text
 from wurk.reaper import RECOVERY_TTL
@@ -127,7 +129,9 @@ class ReliableFetcher:
         self._paused_at = 0.0
         self._stopping = threading.Event()
         self._waiters: list[threading.Thread] = []
-        self._block_pool: RedisPool | None = None
+        #: One connection per waiter, so a quiet can unblock each by client id.
+        self._block_pools: dict[str, RedisPool] = {}
+        self._blocked_ids: dict[str, int | None] = {}
         #: How many jobs to claim beyond the threads waiting right now; the
         #: manager raises it while jobs are short, when claiming one job per
         #: round trip would leave the threads waiting on Redis.
@@ -165,9 +169,15 @@ class ReliableFetcher:
                 self._reconcile()
             with self._lock:
                 uow = self._next_local()
+                refill = None
                 if uow is not None:
-                    return uow
-                plan = self._plan_claim()
+                    refill = self._plan_refill()
+                else:
+                    plan = self._plan_claim(1)
+            if uow is not None:
+                if refill is not None:
+                    self._claim(*refill, keep=False)
+                return uow
             if plan is not None:
                 uow = self._claim(*plan)
                 if uow is not None:
@@ -197,22 +207,34 @@ class ReliableFetcher:
             return self._alone
         return None
 
-    def _plan_claim(self) -> tuple[int, bool, list[UnitOfWork]] | None:
-        """Reserve room for a claim under the bound (lock held): how many jobs,
-        whether one may run alone, and the acknowledgements that go with it."""
+    def _plan_refill(self) -> tuple[int, bool, list[UnitOfWork]] | None:
+        """While jobs are short, the thread that takes a claimed job from a
+        running-low buffer first claims more for the others (lock held), so
+        the next batch arrives while this one runs instead of after it."""
+        ahead = self.prefetch()
+        if not ahead or self._claims or len(self._local) >= ahead:
+            return None
+        return self._plan_claim(0)
+
+    def _plan_claim(self, mine: int) -> tuple[int, bool, list[UnitOfWork]] | None:
+        """Reserve room for a claim under the bound (lock held): how many jobs
+        (``mine`` for the calling thread, one per idle thread, and the
+        prefetch), whether one may run alone, and the acknowledgements that go
+        with it."""
         if self._alone is not None or self._reconciling or self._stopping.is_set():
             return None
         acks, self._acks = self._acks, []
         base = self._held - len(acks)
-        wanted = max(0, min(1 + self._idle + self.prefetch(), self.limit - base))
+        wanted = max(0, min(mine + self._idle + self.prefetch(), self.limit - base))
         if not wanted and not acks:
             return None
         self._held += wanted
         self._claims += 1
         return wanted, base == 0, acks
 
-    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
-        """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs."""
+    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork], *, keep: bool = True) -> UnitOfWork | None:
+        """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
+        the first is returned to the caller when ``keep``, else buffered."""
         order = self.queue_order()
         position = {name: index for index, name in enumerate(order, start=1)}
         script_keys = [keys.PAUSED, keys.SUSPECTS, self._running_key]
@@ -238,10 +260,11 @@ class ReliableFetcher:
                 self._outstanding[(uow.private, uow.job)] = uow
             if units and units[0].alone:
                 self._alone = units[0]
-            self._local.extend(units[1:])
-            self._work.notify(len(units) - 1)
+            mine = units[0] if units and keep else None
+            self._local.extend(units[1:] if mine else units)
+            self._work.notify(len(units) - (1 if mine else 0))
             self._end_claim()
-        return units[0] if units else None
+        return mine
 
     def _unit(self, name: str, raw: Any, mark: Any) -> UnitOfWork:
         uow = UnitOfWork(name, text(raw), self._private[name], self)
@@ -266,10 +289,10 @@ class ReliableFetcher:
         """One waiter thread per queue, started when a thread first goes idle (lock held)."""
         if self._waiters or self._stopping.is_set():
             return
-        self._block_pool = self.config.new_redis_pool(
-            len(self._names), f"{self.capsule.name}-block", read_timeout=self.poll_interval + 1
-        )
         for position, name in enumerate(self._names):
+            self._block_pools[name] = self.config.new_redis_pool(
+                1, f"{self.capsule.name}-wait-{name}", read_timeout=self.poll_interval + 1
+            )
             thread = threading.Thread(
                 target=self._wait_on,
                 args=(name, position < self.capsule.concurrency),
@@ -282,8 +305,7 @@ class ReliableFetcher:
     def _wait_on(self, name: str, may_claim: bool) -> None:
         """Block on one queue while a thread is idle: claim what arrives, or,
         past the bound, wake a thread to claim it."""
-        assert self._block_pool is not None
-        client = self._block_pool.client
+        client = self._block_pools[name].client
         while True:
             with self._lock:
                 while not self._stopping.is_set() and (self._idle == 0 or self._reconciling or self._alone):
@@ -300,6 +322,8 @@ class ReliableFetcher:
                     if claiming:
                         self._held += 1
                         self._claims += 1
+                if self._blocked_ids.get(name) is None:
+                    self._blocked_ids[name] = client.client_id()
                 if claiming:
                     self._claim_blocking(client, name)
                 elif client.blmove(keys.queue(name), keys.queue(name), self.poll_interval, "RIGHT", "RIGHT"):
@@ -307,7 +331,9 @@ class ReliableFetcher:
                         self._work.notify()
                     self._stopping.wait(0.05)
             except Exception as exc:
-                self.config.handle_exception(exc, {"context": "fetch"})
+                self._blocked_ids[name] = None  # a new connection comes with a new id
+                if not self._stopping.is_set():
+                    self.config.handle_exception(exc, {"context": "fetch"})
                 self._stopping.wait(WAITER_PAUSE * 4)
             finally:
                 if claiming:
@@ -330,6 +356,11 @@ class ReliableFetcher:
                 self._held -= 1
             return
         job = text(raw)
+        if self._stopping.is_set():  # quieted while blocked: straight back to the queue's tail
+            self.scripts.call("core.requeue", client, [private, public], [job])
+            with self._lock:
+                self._held -= 1
+            return
         with self._lock:
             alone_ok = self._held == 1 and self._claims == 1
         try:
@@ -402,11 +433,18 @@ class ReliableFetcher:
         return moved
 
     def quiet(self) -> None:
-        """Stop claiming: idle threads and waiters return (one-way)."""
+        """Stop claiming: idle threads and waiters return (one-way). A waiter
+        blocked on its queue is unblocked, so that it claims nothing more."""
         with self._lock:
             self._stopping.set()
             self._work.notify_all()
             self._turns.notify_all()
+        blocked = [ident for ident in self._blocked_ids.values() if ident is not None]
+        for ident in blocked:
+            try:
+                self.config.redis_pool.client.client_unblock(ident)
+            except RedisError:
+                pass  # the waiter's block times out by itself within the poll interval
 
     def unstarted(self) -> list[UnitOfWork]:
         """Claimed jobs no thread has started (taken out of the local buffer)."""
@@ -432,8 +470,8 @@ class ReliableFetcher:
             self._outstanding.clear()
             self._held = 0
             self._alone = None
-        if self._block_pool is not None:
-            self._block_pool.disconnect()
+        for pool in self._block_pools.values():
+            pool.disconnect()
         return moved
 
     def _requeue_leftovers(self, keep: set[tuple[str, str | bytes]]) -> int:
