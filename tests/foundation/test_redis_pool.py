@@ -7,7 +7,7 @@ import time
 import pytest
 import redis as redis_py
 
-from tests.helpers import new_server
+from tests.helpers import new_server, wait_for
 from wurk.embedded import free_port
 from wurk.errors import RedisConnectionError
 from wurk.redis_pool import PoolTimeoutError, RedisPool, mask_url
@@ -182,3 +182,38 @@ def test_a_forked_child_never_shares_the_parents_connections(config, redis):
     assert int(redis.get(f"child:{pid}")) != parent_id  # the child opened its own connection
     assert pool.execute(lambda conn: conn.client_id()) == parent_id  # and the parent's is intact
     assert pool.execute(lambda conn: conn.get("owner")) == b"parent"
+
+
+def test_a_connection_error_in_one_thread_leaves_the_others_connections_alone(config, redis):
+    import threading
+
+    pool = config.new_redis_pool(2, "shared")
+    got = {}
+
+    def wait_for_job():
+        try:
+            got["reply"] = pool.client.blpop("queue:shared", 3)  # a direct call, as the fetcher makes
+        except Exception as exc:  # what closing its socket under it used to do
+            got["error"] = exc
+
+    waiter = threading.Thread(target=wait_for_job)
+    waiter.start()
+    wait_for(lambda: any(c.get("cmd") == "blpop" for c in redis.client_list()))
+
+    def lose_own_connection(conn):
+        if not got.get("killed"):  # first attempt: the server drops this connection mid-command
+            got["killed"] = True
+            me = conn.client_id()
+
+            def kill():
+                wait_for(lambda: any(c["id"] == str(me) and c["cmd"] == "blpop" for c in redis.client_list()))
+                redis.client_kill_filter(_id=me)
+
+            threading.Thread(target=kill).start()
+        return conn.blpop("queue:other", 0.2)
+
+    assert pool.execute(lose_own_connection) is None  # retried, on a fresh connection
+    redis.rpush("queue:shared", "job")
+    waiter.join(5)
+    assert "error" not in got
+    assert got["reply"] == (b"queue:shared", b"job")

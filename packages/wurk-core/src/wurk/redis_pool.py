@@ -249,7 +249,7 @@ class RedisPool:
                 self._report(exc, attempt, retried=True)
                 time.sleep(random.uniform(0.1, 0.3))
             except (RedisPyConnectionError, RedisPyTimeoutError) as exc:
-                self.disconnect()
+                self._drop_idle()
                 if attempt >= CONNECTION_ATTEMPTS:
                     self._report(exc, attempt, retried=False)
                     raise RedisConnectionError(mask_url(self.url), exc) from exc
@@ -264,7 +264,7 @@ class RedisPool:
                         self._report(exc, attempt, retried=False)
                     raise
                 failover_retried = True
-                self.disconnect()
+                self._drop_idle()
                 self._report(exc, attempt, retried=True)
 
     def _no_such_db(self) -> ConfigurationError:
@@ -302,6 +302,13 @@ class RedisPool:
 
     def ping(self) -> bool:
         return bool(self.execute(lambda conn: conn.ping()))
+
+    def _drop_idle(self) -> None:
+        """Close the idle connections, which share the failed one's fate (a
+        restarted server, a failover), but not those other threads are using:
+        closing a socket under a thread mid-command makes its call fail with an
+        error of its own, and each finds out about its connection by itself."""
+        self._pool.disconnect(inuse_connections=False)
 
     def disconnect(self) -> None:
         """Close every connection; the pool reconnects lazily on next use."""
