@@ -7,6 +7,7 @@ import textwrap
 import pytest
 
 import wurk
+from tests.helpers import Subprocess
 from wurk import boot
 from wurk.errors import ConfigurationError
 
@@ -108,13 +109,47 @@ def test_config_file_errors_name_the_problem(tmp_path, monkeypatch):
 
 def test_require_loads_files_and_modules(tmp_path):
     app = write(tmp_path / "boot_probe_app.py", "LOADED = True\n")
-    boot.require_app(str(app))
+    assert boot.require_app(str(app)) == "boot_probe_app"
     import boot_probe_app  # noqa: F401 - imported by require_app under its file name
 
     with pytest.raises(ConfigurationError, match="no such file"):
         boot.require_app(str(tmp_path / "missing.py"))
     with pytest.raises(ConfigurationError, match=r"not a \.py file"):
         boot.require_app("no_such_module_anywhere")
+
+
+def test_an_import_error_in_the_app_is_a_configuration_error_with_its_cause(tmp_path):
+    app = write(tmp_path / "boot_broken_app.py", "import os\nimport wurk_boot_no_such_dependency\n")
+    with pytest.raises(boot.AppImportError) as caught:
+        boot.require_app(str(app))
+    assert isinstance(caught.value, ConfigurationError)
+    assert isinstance(caught.value.__cause__, ModuleNotFoundError)
+    assert str(caught.value) == (
+        f"-r {app}: importing it failed with ModuleNotFoundError: "
+        f"No module named 'wurk_boot_no_such_dependency' ({app} line 2)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "error", "line"),
+    [
+        ("import os\nimport wurk_boot_no_such_dependency\n", "No module named 'wurk_boot_no_such_dependency'", 2),
+        ("x = 1\n\nraise RuntimeError('bad settings')\n", "RuntimeError: bad settings", 3),
+        ("def broken(:\n    pass\n", "SyntaxError", 1),
+    ],
+)
+def test_a_broken_app_stops_the_worker_with_one_line_and_exit_2(tmp_path, redis_url, monkeypatch, source, error, line):
+    write(tmp_path / "broken_app.py", source)
+    monkeypatch.delenv("WURK_DEBUG", raising=False)
+    worker = Subprocess.python("-m", "wurk.cli", "-r", "broken_app.py", env={"REDIS_URL": redis_url}, cwd=tmp_path)
+    output = worker.output()  # read before asserting, so the pipe is always drained and closed
+    assert worker.wait(30) == 2, output
+    assert "Traceback" not in output
+    [message] = [text for text in output.splitlines() if text.startswith("wurk: ")]
+    assert message.startswith("wurk: -r broken_app.py: importing it failed with ")
+    assert error in message
+    assert f"broken_app.py line {line})" in message
+    assert len(output.strip().splitlines()) <= 2
 
 
 def test_server_version_check():

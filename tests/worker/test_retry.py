@@ -11,6 +11,7 @@ import pytest
 import wurk
 from wurk.errors import Shutdown
 from wurk.retry import Handled, JobRetry, decompress_backtrace, default_delay
+from wurk.server_middleware import current_jobstr
 
 
 class Plain(wurk.Job):
@@ -219,6 +220,25 @@ def test_the_dead_set_is_trimmed_by_age_and_size(retrier, redis, config):
     assert "ancient" not in members
     assert len(members) == 2  # Sidekiq's ZREMRANGEBYRANK 0 -max keeps max - 1
     assert members[-1] == "raw-2"
+
+
+def test_a_failure_is_booked_from_the_fetched_payload_of_the_same_job(retrier, redis, config):
+    deaths = []
+    config.death_handlers.append(lambda payload, exc: deaths.append(payload))
+    fetched = job(args=["ciphertext"], retry=0)
+    token = current_jobstr.set(json.dumps(fetched))
+    try:
+        fail(retrier, Plain, {**fetched, "args": ["plaintext"], "retry": 5, "note": "middleware"})
+        other = job(args=["plaintext"], jid="d" * 24)  # the variable holds another job's payload
+        fail(retrier, Plain, other)
+    finally:
+        current_jobstr.reset(token)
+    dead, _ = only(redis, "dead")
+    assert (dead["args"], dead["retry"]) == (["ciphertext"], 0)
+    assert "note" not in dead
+    assert deaths[0] is not fetched  # a fresh parse, not the caller's dict
+    retried, _ = only(redis, "retry")
+    assert (retried["jid"], retried["args"]) == ("d" * 24, ["plaintext"])
 
 
 def test_backoff_formula():

@@ -9,6 +9,11 @@ The config file is ``-C path``, or the first of ``config/wurk.yml``,
 ``config/sidekiq.yml`` found beside the app. It is YAML, with ``${VAR}`` and
 ``${VAR:-default}`` expanded from the environment; keys may be written
 ``concurrency:`` or Sidekiq's ``:concurrency:``.
+
+The app given with ``-r`` is imported before the checks; an error while
+importing it becomes a one-line :class:`AppImportError`. Its top-level package
+and the ``job_packages`` option then become the only packages a payload's
+``class`` can make the worker import from (see :mod:`wurk.registry`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import importlib.util
 import os
 import re
 import sys
+import traceback
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +34,7 @@ from wurk import env
 from wurk.capsule import parse_queue
 from wurk.config import Config
 from wurk.errors import ConfigurationError
+from wurk.registry import check_module_names
 
 CONFIG_FILES = ("config/wurk.yml", "config/wurk.yaml", "config/sidekiq.yml", "config/sidekiq.yaml")
 MIN_SERVER_VERSION = (7, 0, 0)
@@ -143,34 +150,124 @@ def _positive_int(what: str, value: Any) -> int:
     return number
 
 
-def require_app(require: str) -> None:
-    """Import the application: a ``.py`` file, a directory, or a module name."""
+class AppImportError(ConfigurationError):
+    """The application given with ``-r`` raised while being imported.
+
+    A configuration error, so the command line prints it as one line and
+    exits with 2: a broken import is the user's to fix, and a traceback
+    through importlib would bury the one line that matters. The original
+    error is the ``__cause__``.
+    """
+
+
+def require_app(require: str) -> str | None:
+    """Import the application: a ``.py`` file, a directory, or a module name.
+
+    Returns the module name it was imported under (None for a directory,
+    which is only put on ``sys.path``).
+    """
     path = Path(require)
     if require.endswith(".py"):
         if not path.is_file():
-            raise ConfigurationError(f"-r {require}: no such file")
+            raise ConfigurationError(f"-r {require}: no such file (working directory {os.getcwd()})")
         folder = str(path.resolve().parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)
-        importlib.import_module(path.stem)
-        return
+        _import_app(path.stem, require)
+        return path.stem
     if path.is_dir():
         folder = str(path.resolve())
         if folder not in sys.path:
             sys.path.insert(0, folder)
-        return
-    if "/" in require or importlib.util.find_spec(require) is None:
-        raise ConfigurationError(f"-r {require}: not a .py file, a directory, or an importable module")
-    importlib.import_module(require)
+        return None
+    if "/" in require or not _importable(require):
+        raise ConfigurationError(
+            f"-r {require}: not a .py file, a directory, or an importable module (working directory {os.getcwd()})"
+        )
+    _import_app(require, require)
+    return require
+
+
+def app_module_name(require: str) -> str | None:
+    """The module name ``require_app`` loads ``require`` under, without importing it."""
+    if require.endswith(".py"):
+        return Path(require).stem
+    if Path(require).is_dir() or "/" in require:
+        return None
+    return require
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            return False  # a parent package of it does not exist
+        raise _import_failed(module, exc) from exc
+    except ValueError:
+        return False  # not a module name at all (".app")
+    except Exception as exc:  # a parent package raised while being imported
+        raise _import_failed(module, exc) from exc
+
+
+def _import_app(module: str, shown: str) -> None:
+    try:
+        importlib.import_module(module)
+    except Exception as exc:
+        raise _import_failed(shown, exc) from exc
+
+
+def _import_failed(shown: str, exc: BaseException) -> AppImportError:
+    text = exc.msg if isinstance(exc, SyntaxError) else str(exc)  # _where gives the location
+    return AppImportError(f"-r {shown}: importing it failed with {type(exc).__name__}: {text}{_where(exc)}")
+
+
+def _where(exc: BaseException) -> str:
+    """Where the error was raised, as `` (file line N)``: the innermost frame
+    of the application's code, not importlib's."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" ({exc.filename} line {exc.lineno})"
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if not frame.filename.startswith("<")]
+    if not frames:
+        return ""
+    return f" ({frames[-1].filename} line {frames[-1].lineno})"
+
+
+def allow_app_jobs(config: Config) -> None:
+    """Tell job lookup which packages are the application's own, the only ones
+    a payload's ``class`` may cause an import from: the top-level package of
+    the ``-r`` module (``myapp`` for ``-r myapp.worker``; the module itself
+    for ``-r app.py``) and the configured ``job_packages``.
+
+    Runs from :func:`validate`, after the app is imported, so ``job_packages``
+    set by the app's own ``configure_server`` counts.
+    """
+    packages = check_module_names("job_packages", config.option("job_packages") or [])
+    for package in packages:
+        _check_job_package(package)
+    module = app_module_name(str(config.option("require") or "."))
+    own = [module.partition(".")[0]] if module else []
+    config.jobs.allow(*own, *packages)
+
+
+def _check_job_package(package: str) -> None:
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except Exception as exc:  # finding a subpackage imports its parents, which may raise
+        raise ConfigurationError(f"job_packages: looking up {package} failed with {type(exc).__name__}: {exc}") from exc
+    if not found:
+        raise ConfigurationError(f"job_packages: no module named {package!r} (working directory {os.getcwd()})")
 
 
 def validate(config: Config) -> None:
-    """The boot checks, in order, before any thread starts."""
+    """The boot checks, in order, before any thread starts, and the job
+    lookup's allowed packages, which need the app imported first."""
     for name, capsule in config.capsules.items():
         if capsule.concurrency <= 0:
             raise ConfigurationError(f"capsule {name}: concurrency must be > 0")
     if float(config["timeout"]) <= 0:
         raise ConfigurationError(f"timeout must be > 0, got {config['timeout']}")
+    allow_app_jobs(config)
     info = config.redis_pool.execute(lambda conn: conn.info("server"))
     check_server_version(info)
     policy = config.redis_pool.execute(lambda conn: conn.config_get("maxmemory-policy"))

@@ -9,6 +9,13 @@ a retry scheduled, the job killed into the dead set, or discarded — and then
 :class:`~wurk.errors.Shutdown` (or any exception caused by one) is never
 booked: it propagates and the job stays in the private list.
 
+A failure is booked from the payload *as fetched* (Sidekiq books its
+``jobstr``), not from the job dict the server middleware saw: a middleware
+that decrypts or rewrites arguments changes them for ``perform`` only, and the
+``retry`` and ``dead`` sets, ``retries_exhausted`` and the death handlers get
+what was enqueued. Only ``retry`` is filled in from the class's options when
+the payload has none, as before.
+
 The payload fields, their order and units, the backoff formula and the dead
 set's trims are Sidekiq 8's, so a Ruby process and the Sidekiq Web UI read
 these entries as their own.
@@ -97,6 +104,28 @@ def jitter(count: int) -> int:
     return random.randrange(10 * (count + 1))
 
 
+def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
+    """A fresh parse of the job's payload as fetched, which is what a failure
+    books; ``job`` itself when there is none (a direct call, not a worker's).
+
+    The fetched JSON is the processor's ``current_jobstr``. Its jid must match
+    ``job``'s: the variable keeps the last job a thread ran, and a failure
+    booked outside that job must not pick it up.
+    """
+    from wurk.server_middleware import current_jobstr  # it imports this module for Skip
+
+    jobstr = current_jobstr.get()
+    if jobstr is None:
+        return job
+    try:
+        fetched = wire.loads(jobstr)
+    except ValueError:
+        return job
+    if not isinstance(fetched, dict) or fetched.get("jid") != job.get("jid"):
+        return job
+    return fetched
+
+
 def morgue(config: Config, conn: Any, jobstr: str, now: float | None = None) -> None:
     """Add a job to the dead set and trim it by age and by size, in one MULTI."""
     now = time.time() if now is None else now
@@ -124,10 +153,11 @@ class JobRetry:
         except BaseException as exc:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
-            if retries_enabled(job.get("retry")):
-                self.process_retry(None, job, queue, exc)
+            payload = booked_payload(job)
+            if retries_enabled(payload.get("retry")):
+                self.process_retry(None, payload, queue, exc)
             else:
-                self.run_death_handlers(job, exc)
+                self.run_death_handlers(payload, exc)
             raise Handled() from exc
 
     def run_local(self, job_class: type, job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
@@ -138,11 +168,12 @@ class JobRetry:
         except BaseException as exc:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
-            if job.get("retry") is None:
-                job["retry"] = job_class.get_options(self.config).get("retry", True)
-            if not retries_enabled(job["retry"]):
+            payload = booked_payload(job)
+            if payload.get("retry") is None:
+                payload["retry"] = job_class.get_options(self.config).get("retry", True)
+            if not retries_enabled(payload["retry"]):
                 raise  # the global guard runs the death handlers
-            self.process_retry(job_class, job, queue, exc)
+            self.process_retry(job_class, payload, queue, exc)
             raise Handled() from exc
 
     # -- booking ------------------------------------------------------------------------
