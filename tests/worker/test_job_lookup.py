@@ -137,17 +137,24 @@ def test_boot_allows_the_app_package_and_checked_job_packages(config, probes):
     config["job_packages"] = ["lkp_allowed.jobs"]
     boot.allow_app_jobs(config)
     assert config.jobs.allowed == ("tests", "lkp_allowed.jobs")
-    config["job_packages"] = "lkp_allowed"
     with pytest.raises(ConfigurationError, match="job_packages must be a list"):
-        boot.allow_app_jobs(config)
-    config["job_packages"] = ["lkp_allowed/jobs"]
+        config["job_packages"] = "lkp_allowed"  # refused as it is set, as every option is
     with pytest.raises(ConfigurationError, match="not a dotted module name"):
-        boot.allow_app_jobs(config)
+        config["job_packages"] = ["lkp_allowed/jobs"]
     config["job_packages"] = ["lkp_no_such_package"]
     with pytest.raises(ConfigurationError, match="job_packages: no module named 'lkp_no_such_package'"):
         boot.allow_app_jobs(config)
     assert boot.app_module_name("app.py") == "app"
     assert boot.app_module_name(".") is None
+
+
+def test_configured_job_packages_count_without_the_command_line(config, probes):
+    """An embedded worker never runs the command line's boot: the configured
+    packages still decide what lookup may import."""
+    with pytest.raises(UnknownJobError):
+        config.jobs.resolve("lkp_allowed.jobs.Charge")
+    config["job_packages"] = ["lkp_allowed"]
+    assert config.jobs.resolve("lkp_allowed.jobs.Charge").__name__ == "Charge"
 
 
 # -- real workers ------------------------------------------------------------------

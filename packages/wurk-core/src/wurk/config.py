@@ -28,7 +28,7 @@ from wurk.middleware import Chain
 from wurk.options import OptionRegistry
 from wurk.outage import OutageLog, is_outage
 from wurk.redis_pool import DEFAULT_URL, RedisPool
-from wurk.registry import JobRegistry
+from wurk.registry import JobRegistry, check_module_names
 from wurk.scripts import ScriptRegistry
 
 if TYPE_CHECKING:
@@ -94,6 +94,7 @@ RUNTIME_OPTIONS = frozenset(
         "health_check_options",
         "web_pool_size",
         "memory_limit_mb",
+        "job_packages",
     }
 )
 KNOWN_OPTIONS = frozenset(DEFAULTS) | RUNTIME_OPTIONS
@@ -196,6 +197,7 @@ _VALIDATORS: dict[str, Callable[[str, Any], Any]] = {
     "fetch_poll_interval": _positive_number,
     "web_pool_size": lambda key, value: _whole_number(key, value, minimum=1),
     "memory_limit_mb": lambda key, value: None if value is None else _whole_number(key, value, minimum=0),
+    "job_packages": lambda key, value: None if value is None else check_module_names(key, value),
 }
 
 
@@ -241,7 +243,7 @@ class Config:
         self._unchecked: set[str] = set()
         self.default_job_options: dict[str, Any] = dict(DEFAULT_JOB_OPTIONS)
         self.thread_priority = -1
-        self.jobs = JobRegistry()
+        self.jobs = JobRegistry(lambda: self._options.get("job_packages") or ())
         self.dogstatsd: Callable[[], Any] | None = None
         self._statsd: Any = None
         #: Says once, not once a second per thread, that Redis is unreachable.

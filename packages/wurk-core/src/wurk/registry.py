@@ -29,7 +29,7 @@ import importlib
 import os
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from wurk import payload as wire
@@ -76,8 +76,12 @@ def real_job_class(target: Any) -> type | None:
 class JobRegistry:
     """Names mapped to job classes, and the packages lookup may import from."""
 
-    def __init__(self) -> None:
+    def __init__(self, configured: Callable[[], Iterable[str]] = tuple) -> None:
+        """``configured``: the ``job_packages`` of the configuration, read at
+        each lookup, so a worker started without the command line (embedded)
+        honours them too."""
         self._names: dict[str, Any] = {}
+        self._configured = configured
         self._allowed: tuple[str, ...] = ()
         self._lock = threading.Lock()
 
@@ -102,7 +106,7 @@ class JobRegistry:
     @property
     def allowed(self) -> tuple[str, ...]:
         """The packages lookup may import from; empty means it imports nothing."""
-        return self._allowed
+        return tuple(dict.fromkeys((*self._allowed, *self._configured())))
 
     def resolve(self, name: str) -> type:
         """The job class for ``name``; UnknownJobError if there is none."""
@@ -124,7 +128,7 @@ class JobRegistry:
         parts = name.split(".")
         if len(parts) < 2 or not _is_dotted_name(name):
             raise UnknownJobError(f"no job named {name!r}: {self._advice()}")
-        allowed = self._allowed
+        allowed = self.allowed
         missing: ModuleNotFoundError | None = None
         for cut in range(len(parts) - 1, 0, -1):
             module_name = ".".join(parts[:cut])
@@ -167,8 +171,9 @@ class JobRegistry:
 
     def _advice(self) -> str:
         where = f"working directory {os.getcwd()}"
-        if self._allowed:
-            scope = f"job lookup imports only from {', '.join(self._allowed)} ({where})"
+        allowed = self.allowed
+        if allowed:
+            scope = f"job lookup imports only from {', '.join(allowed)} ({where})"
         else:
             scope = f"no -r module or job_packages is configured, so job lookup imports nothing ({where})"
         return (
