@@ -7,6 +7,12 @@ its own options. But some option names belong to feature distributions
 those while its plugin is missing or disabled would silently do nothing, which
 is the worst outcome for a lock or an encryption flag, so it fails instead with
 a hint naming the distribution.
+
+The same holds while a feature distribution is installed but its feature is
+not built yet: it declares its options with ``implemented=False``, so a job
+that asks for encryption or a lock is refused before anything is written,
+rather than pushed in clear text or without the lock. Building the feature
+only flips that flag.
 """
 
 from __future__ import annotations
@@ -41,27 +47,49 @@ class OptionRegistry:
 
     def __init__(self) -> None:
         self._owners: dict[str, str] = dict.fromkeys(CORE_OPTIONS, "wurk-core")
+        self._unimplemented: set[str] = set()
 
-    def add(self, name: str, owner: str) -> None:
-        """Declare that ``owner`` (a distribution or plugin name) handles ``name``."""
+    def add(self, name: str, owner: str, *, implemented: bool = True) -> None:
+        """Declare that ``owner`` (a distribution or plugin name) handles ``name``.
+
+        ``implemented=False`` claims the name for a feature that is not built
+        yet: the option is reserved for ``owner``, and a job that sets it is
+        refused instead of being pushed as if the feature were there.
+        """
         current = self._owners.get(name)
         if current is not None and current != owner:
             raise ValueError(f"job option {name!r} is already owned by {current}, not {owner}")
         self._owners[name] = owner
+        if implemented:
+            self._unimplemented.discard(name)
+        else:
+            self._unimplemented.add(name)
 
     def owner(self, name: str) -> str | None:
         return self._owners.get(name)
+
+    def implemented(self, name: str) -> bool:
+        """Whether a job may set ``name`` now: owned, and its feature built."""
+        return name in self._owners and name not in self._unimplemented
 
     def names(self) -> frozenset[str]:
         return frozenset(self._owners)
 
     def check(self, options: Mapping[str, object] | Iterable[str]) -> None:
-        """Raise if an option belongs to a feature whose plugin is not active."""
+        """Raise if an option belongs to a feature that cannot honour it now:
+        its plugin is not active, or the plugin does not implement it yet."""
+        job = options.get("class") if isinstance(options, Mapping) else None
+        prefix = f"job {job}: " if isinstance(job, str) else ""
         for name in options:
+            if name in self._unimplemented:
+                raise UnknownOptionError(
+                    f"{prefix}the {name!r} option needs {self._owners[name]}, "
+                    "which does not implement it yet; nothing was pushed"
+                )
             distribution = FEATURE_OPTIONS.get(name)
             if distribution is not None and name not in self._owners:
                 raise UnknownOptionError(
-                    f"job option {name!r} needs the {distribution} plugin: "
+                    f"{prefix}job option {name!r} needs the {distribution} plugin: "
                     f"is {distribution} installed, and not disabled in WURK_DISABLE_PLUGINS "
                     f"or config['disabled_plugins']?"
                 )

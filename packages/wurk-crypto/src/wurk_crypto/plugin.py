@@ -1,8 +1,10 @@
 """The wurk-crypto plugin: encrypted job arguments.
 
 Owns the ``encrypt`` job option, so that a job asking for encryption can never
-be pushed in clear text because the plugin is missing or switched off. The
-encrypting middleware arrives with the feature.
+be pushed in clear text because the plugin is missing or switched off. Until
+the encrypting middleware arrives, the option is reserved but not implemented,
+so core refuses such a job rather than push its arguments in clear text; the
+feature flips ``implemented`` when it lands.
 """
 
 from __future__ import annotations
@@ -17,4 +19,4 @@ if TYPE_CHECKING:
 
 @hookimpl
 def wurk_register_options(options: OptionRegistry) -> None:
-    options.add("encrypt", owner="wurk-crypto")
+    options.add("encrypt", owner="wurk-crypto", implemented=False)

@@ -2,7 +2,9 @@
 
 Owns the ``unique_for`` and ``unique_until`` job options, so that core accepts
 them only while this plugin is active (and names this distribution when it is
-not). The lock middleware arrives with the feature.
+not). Until the lock middleware arrives, the options are reserved but not
+implemented, so core refuses a job that sets them rather than push duplicates
+the caller meant to be skipped; the feature flips ``implemented`` when it lands.
 """
 
 from __future__ import annotations
@@ -17,5 +19,5 @@ if TYPE_CHECKING:
 
 @hookimpl
 def wurk_register_options(options: OptionRegistry) -> None:
-    options.add("unique_for", owner="wurk-unique")
-    options.add("unique_until", owner="wurk-unique")
+    options.add("unique_for", owner="wurk-unique", implemented=False)
+    options.add("unique_until", owner="wurk-unique", implemented=False)
