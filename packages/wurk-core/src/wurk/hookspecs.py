@@ -76,7 +76,9 @@ def wurk_register_options(options: OptionRegistry) -> None:
     """Declare the job options this plugin owns (``unique_for``, ``encrypt``…).
 
     Core uses the declarations to tell a user who sets an option whose plugin
-    is missing or disabled which distribution to install or enable.
+    is missing or disabled which distribution to install or enable. An option
+    added with ``implemented=False`` is reserved for a feature still to come:
+    a job that sets it is refused, so that it is never pushed as if honoured.
     """
 
 

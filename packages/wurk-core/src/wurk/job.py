@@ -17,7 +17,9 @@
 
 Options are Sidekiq's ``sidekiq_options`` keys, given as class keywords; a
 subclass inherits and overrides its parent's. A job's wire ``class`` is its
-importable dotted path (``"app.jobs.HardJob"``), which is how a worker finds it.
+importable dotted path (``"app.jobs.HardJob"``): a worker finds it among the
+jobs its application defined, or imports it from the application's own
+packages only (see :mod:`wurk.registry`).
 """
 
 from __future__ import annotations
