@@ -14,12 +14,14 @@ What this process holds in its private lists never exceeds twice its
 concurrency: a bound on the jobs that a crash hands back to be run again, and
 on the work a slow job's neighbours wait behind.
 
-When every served queue is empty, idle threads wait here and one *waiter*
-thread per queue blocks on it (``BLMOVE``, which has no multi-key form), so a
-job pushed to any queue is picked up at once, and a queue shared with other
-workers (a Ruby Sidekiq among them) is shared fairly. Up to ``concurrency``
-waiters claim; past that, a waiter only watches its queue and wakes a thread
-to claim, keeping the bound.
+When every served queue is empty, idle threads wait here and *waiter*
+threads block on the queues (``BLMOVE``, which has no multi-key form): with k
+threads idle, up to k waiters on each queue, in ranks across the queues
+within the bound (see :meth:`ReliableFetcher.waiter_plan`). A job pushed to
+any queue is picked up at once, and a queue shared with other workers (a Ruby
+Sidekiq, whose idle threads all block on every queue) is shared fairly. With
+more queues than the bound allows claimers, the last waiters only watch their
+queue and wake a thread to claim.
 
 A claim whose reply is lost (a timeout, a dropped connection) is never
 retried blindly: the fetcher becomes *suspect*, and before its next claim it
@@ -285,30 +287,53 @@ class ReliableFetcher:
 
     # -- waiting on every queue ---------------------------------------------------
 
+    def waiter_plan(self) -> list[tuple[str, int, bool]]:
+        """The waiters, as (queue, rank, whether it claims).
+
+        Waiters claim in ranks across the queues, up to the bound, so that
+        with k threads idle each queue has up to k waiters blocked on it (a
+        Ruby Sidekiq's idle threads all block on every queue of theirs). When
+        there are more queues than the bound allows claimers, the rest watch,
+        and one slot is left for the thread a watcher wakes.
+        """
+        count = len(self._names)
+        if count > self.limit:
+            return [(name, 0, index < self.limit - 1) for index, name in enumerate(self._names)]
+        return [
+            (name, rank, True)
+            for rank in range(-(-self.limit // count))
+            for index, name in enumerate(self._names)
+            if rank * count + index < self.limit
+        ]
+
     def _start_waiters(self) -> None:
-        """One waiter thread per queue, started when a thread first goes idle (lock held)."""
+        """The waiter threads, started when a thread first goes idle (lock held).
+        Each has a connection of its own, opened when it first blocks."""
         if self._waiters or self._stopping.is_set():
             return
-        for position, name in enumerate(self._names):
-            self._block_pools[name] = self.config.new_redis_pool(
-                1, f"{self.capsule.name}-wait-{name}", read_timeout=self.poll_interval + 1
+        plan = self.waiter_plan()
+        spare = 0 if all(claims for _, _, claims in plan) else 1
+        for name, rank, claims in plan:
+            key = f"{name}#{rank}"
+            self._block_pools[key] = self.config.new_redis_pool(
+                1, f"{self.capsule.name}-wait-{key}", read_timeout=self.poll_interval + 1
             )
             thread = threading.Thread(
                 target=self._wait_on,
-                args=(name, position < self.capsule.concurrency),
-                name=f"wurk-waiter-{self.capsule.name}-{name}",
+                args=(name, key, rank, claims, spare),
+                name=f"wurk-waiter-{self.capsule.name}-{key}",
                 daemon=True,
             )
             self._waiters.append(thread)
             thread.start()
 
-    def _wait_on(self, name: str, may_claim: bool) -> None:
-        """Block on one queue while a thread is idle: claim what arrives, or,
-        past the bound, wake a thread to claim it."""
-        client = self._block_pools[name].client
+    def _wait_on(self, name: str, key: str, rank: int, may_claim: bool, spare: int) -> None:
+        """Block on one queue while more than ``rank`` threads are idle: claim
+        what arrives, or, past the bound, wake a thread to claim it."""
+        client = self._block_pools[key].client
         while True:
             with self._lock:
-                while not self._stopping.is_set() and (self._idle == 0 or self._reconciling or self._alone):
+                while not self._stopping.is_set() and (self._idle <= rank or self._reconciling or self._alone):
                     self._turns.wait(1.0)
                 if self._stopping.is_set():
                     return
@@ -318,12 +343,12 @@ class ReliableFetcher:
                     self._stopping.wait(PAUSED_CACHE_SECONDS)
                     continue
                 with self._lock:
-                    claiming = may_claim and self._held + 2 <= self.limit and not self._reconciling
+                    claiming = may_claim and self._held + 1 + spare <= self.limit and not self._reconciling
                     if claiming:
                         self._held += 1
                         self._claims += 1
-                if self._blocked_ids.get(name) is None:
-                    self._blocked_ids[name] = client.client_id()
+                if self._blocked_ids.get(key) is None:
+                    self._blocked_ids[key] = client.client_id()
                 if claiming:
                     self._claim_blocking(client, name)
                 elif client.blmove(keys.queue(name), keys.queue(name), self.poll_interval, "RIGHT", "RIGHT"):
@@ -331,7 +356,7 @@ class ReliableFetcher:
                         self._work.notify()
                     self._stopping.wait(0.05)
             except Exception as exc:
-                self._blocked_ids[name] = None  # a new connection comes with a new id
+                self._blocked_ids[key] = None  # a new connection comes with a new id
                 if not self._stopping.is_set():
                     self.config.handle_exception(exc, {"context": "fetch"})
                 self._stopping.wait(WAITER_PAUSE * 4)
