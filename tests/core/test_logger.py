@@ -309,3 +309,36 @@ def test_close_closes_the_file(tmp_path):
     stream = handler.stream
     handler.close()
     assert stream.closed
+
+
+def test_job_lines_from_many_threads_reach_a_file_whole_and_in_order_per_thread(tmp_path):
+    """The job logger's lines skip the handler's lock (one write per line):
+    written from many threads at once, each arrives whole, none is lost, and
+    a job's print made just before stays before its line."""
+    import subprocess
+
+    path = tmp_path / "worker.log"
+    script = f"""
+import threading
+from wurk import logger as wlog
+
+log = wlog.build_logger({str(path)!r})
+
+def work(n):
+    for i in range(500):
+        if i == 250:
+            log.handlers[0].stream.write("printed by thread %d\\n" % n)
+        assert wlog.fast_info(log, "thread %d line %d" % (n, i))
+
+threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    lines = path.read_text("utf-8").splitlines()
+    assert len(lines) == 8 * 500 + 8
+    for n in range(8):
+        mine = [line for line in lines if f"thread {n} " in line or line == f"printed by thread {n}"]
+        expected = [f"thread {n} line {i}" for i in range(500)]
+        expected.insert(250, f"printed by thread {n}")
+        assert [line.rsplit(": ", 1)[-1] if "line" in line else line for line in mine] == expected

@@ -232,7 +232,7 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     alone = fetcher.retrieve_work()  # nothing else held: now it may run, alone
     assert (jid_of(alone), alone.alone) == ("twice", True)
     push(redis, "default", "after")
-    assert fetcher._plan_claim(1) is None  # no claim while it runs
+    assert fetcher._plan_claim() is None  # no claim while it runs
     alone.acknowledge()
     assert jid_of(fetcher.retrieve_work()) == "after"
 

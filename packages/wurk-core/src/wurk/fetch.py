@@ -112,8 +112,12 @@ class ReliableFetcher:
         self._lock = threading.Lock()
         #: Idle processor threads wait on this for a job a waiter claimed.
         self._work = threading.Condition(self._lock)
-        #: Waiters wait on this for an idle thread; a reconcile for claims to end.
+        #: A reconcile waits on this for claims to end, and claims for a reconcile.
         self._turns = threading.Condition(self._lock)
+        #: Waiters wait on this for an idle thread with every queue empty.
+        self._wake = threading.Condition(self._lock)
+        #: The last claim found every queue empty: only then do waiters block.
+        self._empty = False
         #: Jobs in this process's private lists, as far as it knows, plus the
         #: claims in flight: what the bound is checked against.
         self._held = 0
@@ -171,15 +175,9 @@ class ReliableFetcher:
                 self._reconcile()
             with self._lock:
                 uow = self._next_local()
-                refill = None
                 if uow is not None:
-                    refill = self._plan_refill()
-                else:
-                    plan = self._plan_claim(1)
-            if uow is not None:
-                if refill is not None:
-                    self._claim(*refill, keep=False)
-                return uow
+                    return uow
+                plan = self._plan_claim()
             if plan is not None:
                 uow = self._claim(*plan)
                 if uow is not None:
@@ -191,9 +189,10 @@ class ReliableFetcher:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._stopping.is_set():
                     return None
-                self._start_waiters()
                 self._idle += 1
-                self._turns.notify_all()
+                if self._empty:
+                    self._start_waiters()
+                    self._wake.notify_all()
                 try:
                     self._work.wait(remaining)
                 finally:
@@ -209,34 +208,24 @@ class ReliableFetcher:
             return self._alone
         return None
 
-    def _plan_refill(self) -> tuple[int, bool, list[UnitOfWork]] | None:
-        """While jobs are short, the thread that takes a claimed job from a
-        running-low buffer first claims more for the others (lock held), so
-        the next batch arrives while this one runs instead of after it."""
-        ahead = self.prefetch()
-        if not ahead or self._claims or len(self._local) >= ahead:
-            return None
-        return self._plan_claim(0)
-
-    def _plan_claim(self, mine: int) -> tuple[int, bool, list[UnitOfWork]] | None:
+    def _plan_claim(self) -> tuple[int, bool, list[UnitOfWork]] | None:
         """Reserve room for a claim under the bound (lock held): how many jobs
-        (``mine`` for the calling thread, one per idle thread, and the
-        prefetch), whether one may run alone, and the acknowledgements that go
-        with it."""
+        (one for the calling thread, one per idle thread, and the prefetch),
+        whether one may run alone, and the acknowledgements that go with it."""
         if self._alone is not None or self._reconciling or self._stopping.is_set():
             return None
         acks, self._acks = self._acks, []
         base = self._held - len(acks)
-        wanted = max(0, min(mine + self._idle + self.prefetch(), self.limit - base))
+        wanted = max(0, min(1 + self._idle + self.prefetch(), self.limit - base))
         if not wanted and not acks:
             return None
         self._held += wanted
         self._claims += 1
         return wanted, base == 0, acks
 
-    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork], *, keep: bool = True) -> UnitOfWork | None:
+    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
         """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
-        the first is returned to the caller when ``keep``, else buffered."""
+        the first is the caller's, the others wait in the local buffer."""
         order = self.queue_order()
         position = {name: index for index, name in enumerate(order, start=1)}
         script_keys = [keys.PAUSED, keys.SUSPECTS, self._running_key]
@@ -246,7 +235,7 @@ class ReliableFetcher:
         for uow in acks:
             args += [position[uow.queue], uow.job, uow.suspect]
         try:
-            reply = self.scripts.call("core.fetch", self.pool.client, script_keys, args)
+            reply = self.scripts.send("core.fetch", self.pool, script_keys, args)
         except BaseException:
             with self._lock:
                 self._acks[:0] = acks  # sent again with the next call: an LREM repeats harmlessly
@@ -258,15 +247,16 @@ class ReliableFetcher:
         with self._lock:
             self._settle(acks)
             self._held -= wanted - len(units)
+            if wanted:
+                self._empty = not units
             for uow in units:
                 self._outstanding[(uow.private, uow.job)] = uow
             if units and units[0].alone:
                 self._alone = units[0]
-            mine = units[0] if units and keep else None
-            self._local.extend(units[1:] if mine else units)
-            self._work.notify(len(units) - (1 if mine else 0))
+            self._local.extend(units[1:])
+            self._work.notify(len(units) - 1)
             self._end_claim()
-        return mine
+        return units[0] if units else None
 
     def _unit(self, name: str, raw: Any, mark: Any) -> UnitOfWork:
         uow = UnitOfWork(name, text(raw), self._private[name], self)
@@ -277,7 +267,8 @@ class ReliableFetcher:
 
     def _end_claim(self) -> None:
         self._claims -= 1
-        self._turns.notify_all()
+        if self._reconciling and not self._claims:
+            self._turns.notify_all()
 
     def _lost_reply(self) -> None:
         """A call failed after it may have reached Redis (lock held): what it
@@ -299,11 +290,14 @@ class ReliableFetcher:
         count = len(self._names)
         if count > self.limit:
             return [(name, 0, index < self.limit - 1) for index, name in enumerate(self._names)]
+        # A waiter of rank k blocks only while more than k threads are idle,
+        # so ranks stop at the concurrency.
+        slots = min(self.limit, count * self.capsule.concurrency)
         return [
             (name, rank, True)
-            for rank in range(-(-self.limit // count))
+            for rank in range(-(-slots // count))
             for index, name in enumerate(self._names)
-            if rank * count + index < self.limit
+            if rank * count + index < slots
         ]
 
     def _start_waiters(self) -> None:
@@ -333,8 +327,10 @@ class ReliableFetcher:
         client = self._block_pools[key].client
         while True:
             with self._lock:
-                while not self._stopping.is_set() and (self._idle <= rank or self._reconciling or self._alone):
-                    self._turns.wait(1.0)
+                while not self._stopping.is_set() and (
+                    not self._empty or self._idle <= rank or self._reconciling or self._alone
+                ):
+                    self._wake.wait(1.0)
                 if self._stopping.is_set():
                     return
             claiming = False
@@ -431,7 +427,7 @@ class ReliableFetcher:
             if uow is self._alone:
                 self._alone = None
                 self._work.notify_all()
-                self._turns.notify_all()
+                self._wake.notify_all()
 
     def flush_acks(self) -> None:
         with self._lock:
@@ -463,7 +459,7 @@ class ReliableFetcher:
         with self._lock:
             self._stopping.set()
             self._work.notify_all()
-            self._turns.notify_all()
+            self._wake.notify_all()
         blocked = [ident for ident in self._blocked_ids.values() if ident is not None]
         for ident in blocked:
             try:
@@ -522,7 +518,7 @@ class ReliableFetcher:
             if uow is self._alone:
                 self._alone = None
                 self._work.notify_all()
-                self._turns.notify_all()
+                self._wake.notify_all()
 
     def _reconcile(self) -> None:
         """Give back every job in our private lists that no thread holds: a claim
@@ -549,3 +545,4 @@ class ReliableFetcher:
             with self._lock:
                 self._reconciling = False
                 self._turns.notify_all()
+                self._wake.notify_all()

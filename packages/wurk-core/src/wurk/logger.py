@@ -228,14 +228,29 @@ def fast_info(logger: logging.Logger, message: str) -> bool:
         return False
     if not logger.isEnabledFor(logging.INFO) or handler.level > logging.INFO:
         return False
-    line = formatter.line("INFO", time.time(), os.getpid(), message)
-    handler.acquire()
+    line = formatter.line("INFO", time.time(), os.getpid(), message) + handler.terminator
+    stream = handler.stream
     try:
-        stream = handler.stream
-        stream.write(line + handler.terminator)
-        stream.flush()
-    finally:
-        handler.release()
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file: an in-memory stream
+        fd = -1
+    if fd < 0:
+        handler.acquire()
+        try:
+            stream.write(line)
+            stream.flush()
+        finally:
+            handler.release()
+        return True
+    # One write(2) per line, with no lock: the handler's lock, held across the
+    # flush's system call, made every other thread that logged meanwhile
+    # block on it, and with two lines per job that cost more than the job.
+    # A line is one system call, so lines never interleave; anything the
+    # stream still buffers (a print from a job) goes out first.
+    stream.flush()
+    data = line.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict")
+    while data:
+        data = data[os.write(fd, data) :]
     return True
 
 

@@ -31,11 +31,14 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import NoScriptError
 
 from wurk.errors import ScriptError
+
+if TYPE_CHECKING:
+    from wurk.redis_pool import RedisPool
 
 _KEYS_LINE = re.compile(r"^--\s*KEYS\[(\d+)(\.\.(\d+|n))?\]")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
@@ -156,6 +159,21 @@ class ScriptRegistry:
             self.forget(client.connection_pool)
             self._load(client, script)
             return client.evalsha(script.sha, len(keys), *keys, *args)
+
+    def send(self, name: str, pool: RedisPool, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> Any:
+        """:meth:`call` on a pool's raw send path (:meth:`RedisPool.send`): no
+        client object in between, for a call on the hot path. Nothing is
+        retried but ``NOSCRIPT``: the caller decides what a lost reply means."""
+        script = self[name]
+        script.check_keys(keys)
+        self._ensure_loaded(pool.client, script)
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            return pool.send([command])[0]
+        except NoScriptError:
+            self.forget(pool.connection_pool)
+            self._load(pool.client, script)
+            return pool.send([command])[0]
 
     def queue(self, name: str, pipeline: Any, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> None:
         """Queue a call on a pipeline; the script is loaded beforehand if needed.
