@@ -73,6 +73,7 @@ def test_defaults_table():
     assert config["lifecycle_events"] == {event: [] for event in LIFECYCLE_EVENTS}
     assert set(config["lifecycle_events"]) == {
         "startup",
+        "before_fork",
         "fork",
         "quiet",
         "shutdown",
@@ -80,6 +81,7 @@ def test_defaults_table():
         "heartbeat",
         "beat",
         "leader",
+        "leader_lost",
     }
     assert set(DEFAULTS) <= set(config)
 

@@ -49,7 +49,18 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 #: Lifecycle events in the order a worker process goes through them. Each has a
 #: ``wurk_<event>(config)`` hook below.
-LIFECYCLE_EVENTS = ("startup", "fork", "quiet", "shutdown", "exit", "heartbeat", "beat", "leader")
+LIFECYCLE_EVENTS = (
+    "startup",
+    "before_fork",
+    "fork",
+    "quiet",
+    "shutdown",
+    "exit",
+    "heartbeat",
+    "beat",
+    "leader",
+    "leader_lost",
+)
 
 
 @hookspec(historic=True)
@@ -123,8 +134,23 @@ def wurk_startup(config: Config) -> None:
 
 
 @hookspec
+def wurk_before_fork(config: Config) -> None:
+    """The process is about to fork a child (in the parent, once per fork).
+
+    Close what a child must not share: sockets, file handles opened for
+    writing, threads' state. Core's own pools are reset in the child whatever
+    a plugin does here.
+    """
+
+
+@hookspec
 def wurk_fork(config: Config) -> None:
-    """A swarm child has just been forked (never fires in the parent)."""
+    """A child has just been forked (in the child; never fires in the parent).
+
+    By then core has reset its per-process state (Redis pools, the script
+    registry's record of loaded scripts, the statsd client, the event loop,
+    log handlers' locks): reconnect what the plugin keeps of its own.
+    """
 
 
 @hookspec
@@ -155,3 +181,10 @@ def wurk_beat(config: Config) -> None:
 @hookspec
 def wurk_leader(config: Config) -> None:
     """This process has just become the cluster leader."""
+
+
+@hookspec
+def wurk_leader_lost(config: Config) -> None:
+    """This process has stopped being the cluster leader: it failed to renew in
+    time (another process may lead now) or released the lead at shutdown. A
+    component that acts only while leading stops acting before its next write."""
