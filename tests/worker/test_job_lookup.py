@@ -151,10 +151,14 @@ def test_boot_allows_the_app_package_and_checked_job_packages(config, probes):
 def test_configured_job_packages_count_without_the_command_line(config, probes):
     """An embedded worker never runs the command line's boot: the configured
     packages still decide what lookup may import."""
+    # A module of this test's own: a class another test imported would
+    # resolve as already defined, with no import to allow.
+    module = probes.parent / "lkp_allowed" / "embedded_only.py"
+    write(module, "import wurk\n\nclass OnlyHere(wurk.Job):\n    def perform(self):\n        pass\n")
     with pytest.raises(UnknownJobError):
-        config.jobs.resolve("lkp_allowed.jobs.Charge")
+        config.jobs.resolve("lkp_allowed.embedded_only.OnlyHere")
     config["job_packages"] = ["lkp_allowed"]
-    assert config.jobs.resolve("lkp_allowed.jobs.Charge").__name__ == "Charge"
+    assert config.jobs.resolve("lkp_allowed.embedded_only.OnlyHere").__name__ == "OnlyHere"
 
 
 # -- real workers ------------------------------------------------------------------
