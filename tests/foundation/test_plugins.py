@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -29,12 +30,12 @@ class Audited(wurk.Job):
         pass
 
 
-def install_dist(site: Path, name: str, module_source: str, entry_points: str) -> None:
+def install_dist(site: Path, name: str, module_source: str, entry_points: str, version: str = "1.0") -> None:
     """Lay out a real installed distribution (dist-info + module) on ``site``."""
     (site / f"{name}.py").write_text(module_source)
-    info = site / f"{name}-1.0.dist-info"
+    info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(entry_points)
 
 
@@ -45,7 +46,8 @@ def test_all_feature_plugins_are_discovered_with_versions(monkeypatch):
     assert sorted(infos) == FEATURES
     for name in FEATURES:
         assert infos[name].distribution == f"wurk-{name}"
-        assert infos[name].version == wurk.__version__
+        # The plugin's own distribution version: features are released apart from core.
+        assert infos[name].version == metadata.version(f"wurk-{name}")
         assert infos[name].enabled
     assert plugins.names()[0] == "core"
 
@@ -222,3 +224,82 @@ def test_third_party_plugin_adds_a_cli_command(tmp_path):
     assert "enqueued_by=" in result.stdout
     listing = subprocess.run([wurk_cli, "plugins"], env=env, capture_output=True, text=True, timeout=60).stdout
     assert textwrap.dedent(listing).splitlines()[1].split()[:4] == ["audit", "audit_plugin", "1.0", "enabled"]
+
+
+def install_api_plugin(site: Path, name: str, declared: str) -> str:
+    """A third-party plugin distribution (version 2.5) that declares ``WURK_PLUGIN_API = declared``.
+
+    Its module name is unique to ``site``, since an imported module stays in
+    ``sys.modules`` for the rest of the run; returns that name.
+    """
+    module = f"{site.parent.name}_plugin"
+    source = f"import wurk\n\nWURK_PLUGIN_API = {declared}\n\n@wurk.hookimpl\ndef wurk_configure(config):\n    pass\n"
+    install_dist(site, module, source, f"[wurk]\n{name} = {module}\n", version="2.5")
+    return module
+
+
+@pytest.mark.parametrize(
+    ("core_api", "declared", "upgrade"),
+    [
+        ((1, 0), "(2, 0)", "upgrade wurk-core to a release that provides plugin API 2.0 or a later 2.x"),
+        ((1, 0), "(1, 1)", "upgrade wurk-core to a release that provides plugin API 1.1 or a later 1.x"),
+        ((2, 3), "(1, 0)", "upgrade {module} to a release built for plugin API 2.x"),
+    ],
+)
+def test_a_plugin_built_for_an_incompatible_plugin_api_is_refused_at_load(
+    tmp_path, monkeypatch, core_api, declared, upgrade
+):
+    monkeypatch.delenv("WURK_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(wurk.plugins, "PLUGIN_API", core_api)
+    site = tmp_path / "site"
+    site.mkdir()
+    module = install_api_plugin(site, "newer", declared)
+    monkeypatch.syspath_prepend(str(site))
+
+    # The features are switched off: built for 1.x, they are refused by a 2.x core too.
+    with pytest.raises(PluginError) as refused:
+        Plugins(FEATURES)
+    message = str(refused.value)
+    wanted = declared.strip("()").replace(", ", ".")
+    assert f"plugin 'newer' ({module} 2.5)" in message
+    assert f"built for plugin API {wanted}" in message
+    assert f"wurk-core {wurk.__version__} provides plugin API {core_api[0]}.{core_api[1]}" in message
+    assert upgrade.format(module=module) in message
+    assert "WURK_DISABLE_PLUGINS=newer" in message
+
+    # Switched off, it is never imported, so the rest still starts.
+    assert not Plugins(["newer", *FEATURES]).is_enabled("newer")
+
+
+@pytest.mark.parametrize("declared", ["(1, 0)", "None"])
+def test_a_plugin_built_for_an_older_minor_or_declaring_nothing_loads(tmp_path, monkeypatch, declared):
+    monkeypatch.delenv("WURK_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(wurk.plugins, "PLUGIN_API", (1, 4))
+    site = tmp_path / "site"
+    site.mkdir()
+    install_api_plugin(site, "older", declared)
+    monkeypatch.syspath_prepend(str(site))
+
+    plugins = Plugins()
+    assert plugins.is_enabled("older")
+    assert {info.name: info.version for info in plugins.discovered()}["older"] == "2.5"
+
+
+def test_a_hand_registered_plugin_is_checked_the_same_way():
+    class Future:
+        WURK_PLUGIN_API = (wurk.PLUGIN_API[0] + 1, 0)
+
+        @wurk.hookimpl
+        def wurk_configure(self, config):
+            pass
+
+    class Garbled:
+        WURK_PLUGIN_API = "1.0"
+
+    plugins = Plugins(entry_points=False)
+    with pytest.raises(PluginError, match=r"plugin 'future' was built for plugin API \d+\.0, but wurk-core"):
+        plugins.register(Future(), name="future")
+    with pytest.raises(PluginError, match=r"declares WURK_PLUGIN_API = '1.0'; expected \(major, minor\)"):
+        plugins.register(Garbled(), name="garbled")
+    assert not plugins.is_enabled("future")
+    assert not plugins.is_enabled("garbled")

@@ -22,8 +22,10 @@ from wurk.hookspecs import hookimpl, hookspec
 from wurk.job import Job, job
 from wurk.middleware import Chain, ClientMiddleware, ServerMiddleware
 from wurk.payload import ComplexArgumentError, InvalidJobError
+from wurk.plugins import PLUGIN_API
 
 __all__ = [
+    "PLUGIN_API",
     "Chain",
     "Client",
     "ClientMiddleware",

@@ -9,6 +9,17 @@ uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,batches`` or from
 
 Core registers its own built-ins (``wurk.builtins``, under the name ``core``)
 through the same hooks, and they cannot be switched off.
+
+Plugins ship in distributions versioned apart from core, so each says which
+plugin API it was built for, as a ``WURK_PLUGIN_API = (major, minor)``
+attribute of the registered object (its ``plugin`` module, for the features).
+A plugin built for another major, or for a minor newer than core's
+:data:`PLUGIN_API`, is refused before it is registered, with a
+:class:`~wurk.errors.PluginError` that says what to upgrade: a hook it relies
+on may be missing or called differently, and failing at start-up beats
+failing on the first job. A plugin that declares nothing is accepted, so a
+third-party plugin written against the hooks alone keeps working; pluggy
+still checks its hook names and arguments.
 """
 
 from __future__ import annotations
@@ -24,10 +35,25 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from wurk import hookspecs
+from wurk._version import __version__
 from wurk.errors import PluginError
 
 if TYPE_CHECKING:
     from wurk.config import Config
+
+#: The plugin API this core provides, as ``(major, minor)``. The major number
+#: goes up when a hook is removed or renamed, an argument renamed or dropped,
+#: or a registry object loses a method: plugins built for the old major are
+#: refused. The minor number goes up on additions (a new hook, argument or
+#: registry method): plugins built for an older minor still load, plugins
+#: built for a newer one are refused, since they may call what is missing.
+#: A major bump ships only in a core release outside the compatible range the
+#: feature distributions require (the next minor before 1.0, the next major
+#: after), so pip and this check agree.
+PLUGIN_API: tuple[int, int] = (1, 0)
+
+#: The attribute through which a plugin declares the plugin API it was built for.
+PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
 
 ENTRY_POINT_GROUP = "wurk"
 DISABLE_ENV = "WURK_DISABLE_PLUGINS"
@@ -45,6 +71,45 @@ def parse_disabled(value: str | Iterable[str] | None) -> frozenset[str]:
         return frozenset()
     items = value.split(",") if isinstance(value, str) else value
     return frozenset(name.strip() for name in items if name and name.strip())
+
+
+def declared_plugin_api(plugin: object, name: str) -> tuple[int, int] | None:
+    """The ``(major, minor)`` a plugin was built for, or None if it declares none."""
+    declared = getattr(plugin, PLUGIN_API_ATTRIBUTE, None)
+    if declared is None:
+        return None
+    if (
+        not isinstance(declared, tuple | list)
+        or len(declared) != 2
+        or not all(isinstance(part, int) and not isinstance(part, bool) and part >= 0 for part in declared)
+    ):
+        raise PluginError(f"plugin {name!r} declares {PLUGIN_API_ATTRIBUTE} = {declared!r}; expected (major, minor)")
+    return (declared[0], declared[1])
+
+
+def check_plugin_api(plugin: object, name: str, distribution: str | None, version: str | None) -> None:
+    """Refuse a plugin built for a plugin API this core does not provide.
+
+    The message names both API versions and the distribution to upgrade, since
+    the person reading it is deploying, not writing the plugin.
+    """
+    declared = declared_plugin_api(plugin, name)
+    if declared is None or (declared[0] == PLUGIN_API[0] and declared[1] <= PLUGIN_API[1]):
+        return
+    wanted = f"{declared[0]}.{declared[1]}"
+    provided = f"{PLUGIN_API[0]}.{PLUGIN_API[1]}"
+    who = f"plugin {name!r}" + (f" ({distribution} {version})" if distribution else "")
+    if declared[0] < PLUGIN_API[0]:
+        fix = (
+            f"upgrade {distribution or 'the plugin'} to a release built for plugin API {PLUGIN_API[0]}.x, "
+            f"or install a wurk-core that provides plugin API {declared[0]}.x"
+        )
+    else:
+        fix = f"upgrade wurk-core to a release that provides plugin API {wanted} or a later {declared[0]}.x"
+    raise PluginError(
+        f"{who} was built for plugin API {wanted}, but wurk-core {__version__} provides plugin API {provided}: "
+        f"{fix}; or switch it off with {DISABLE_ENV}={name}"
+    )
 
 
 @dataclass(frozen=True)
@@ -91,10 +156,21 @@ class Plugins:
         self._validate()
 
     def _load_entry_points(self) -> None:
-        try:
-            self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        except Exception as exc:  # an ImportError or a failing plugin module
-            raise PluginError(f"a wurk plugin failed to load: {exc!r}") from exc
+        # pluggy's load_setuptools_entrypoints registers as it imports; the
+        # plugin API has to be checked in between, so the loop is ours.
+        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if self._pm.has_plugin(ep.name) or self._pm.is_blocked(ep.name):
+                continue  # a duplicate on sys.path, or switched off: never imported
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # an ImportError or a failing plugin module
+                raise PluginError(f"a wurk plugin failed to load: {exc!r}") from exc
+            dist = ep.dist
+            check_plugin_api(plugin, ep.name, dist.metadata["Name"] if dist else None, dist.version if dist else None)
+            try:
+                self._pm.register(plugin, name=ep.name)
+            except ValueError as exc:  # pluggy refuses an object registered under two names
+                raise PluginError(f"a wurk plugin failed to load: {exc!r}") from exc
 
     def _validate(self) -> None:
         try:
@@ -112,7 +188,8 @@ class Plugins:
         return self._pm
 
     def register(self, plugin: object, name: str | None = None) -> str:
-        """Register a plugin object by hand and validate its hooks at once."""
+        """Register a plugin object by hand and validate its hooks and plugin API at once."""
+        check_plugin_api(plugin, name or getattr(plugin, "__name__", repr(plugin)), None, None)
         registered = self._pm.register(plugin, name=name)
         if registered is None:
             raise PluginError(f"plugin {name or plugin!r} is disabled or already registered")

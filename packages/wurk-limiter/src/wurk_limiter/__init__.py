@@ -1,6 +1,12 @@
 """The wurk-limiter plugin: rate limiters. Coming: so far only the plugin's
 registration exists, so ``wurk plugins`` lists it as "coming"."""
 
-from wurk._version import __version__
+from importlib import metadata
+
+try:
+    # This distribution's own version, not core's: they are released apart.
+    __version__ = metadata.version("wurk-limiter")
+except metadata.PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
 
 __all__ = ["__version__"]

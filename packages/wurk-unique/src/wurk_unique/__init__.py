@@ -3,6 +3,12 @@ registration (and its claim on the ``unique_for`` / ``unique_until`` options,
 which are refused until the feature lands) exists, so ``wurk plugins`` lists
 it as "coming"."""
 
-from wurk._version import __version__
+from importlib import metadata
+
+try:
+    # This distribution's own version, not core's: they are released apart.
+    __version__ = metadata.version("wurk-unique")
+except metadata.PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "0+unknown"
 
 __all__ = ["__version__"]

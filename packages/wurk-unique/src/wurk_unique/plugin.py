@@ -16,6 +16,10 @@ from wurk.hookspecs import hookimpl
 if TYPE_CHECKING:
     from wurk.options import OptionRegistry
 
+#: The plugin API this plugin was built for; core refuses to load it if it
+#: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
+WURK_PLUGIN_API = (1, 0)
+
 
 @hookimpl
 def wurk_register_options(options: OptionRegistry) -> None:
