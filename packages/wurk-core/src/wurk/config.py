@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk import env
+from wurk import env, forking
 from wurk.capsule import Capsule, QueueEntry
 from wurk.errors import ConfigurationError, FrozenConfigError
 from wurk.hookspecs import LIFECYCLE_EVENTS
@@ -108,7 +108,10 @@ TYPO_CUTOFF = 0.8
 DEFAULT_JOB_OPTIONS: dict[str, Any] = {"retry": True, "queue": "default"}
 
 COMPLEX_ARGUMENT_MODES = ("raise", "warn", False)
-ONESHOT_EXEMPT = frozenset({"beat"})
+#: Events that fire again and keep their callbacks: every beat, and every fork
+#: of a parent that forks once per child. (``fork`` stays one-shot: each child
+#: clears its own copy, so siblings still fire theirs.)
+ONESHOT_EXEMPT = frozenset({"beat", "before_fork"})
 REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
 
 _REDIS_ERROR_TYPES: tuple[type[BaseException], ...] = ()
@@ -251,6 +254,7 @@ class Config:
         self.default_capsule  # noqa: B018 - created eagerly so config.queues always works
         if options:
             self.update(options)
+        forking.track(self)
 
     # -- hash-like access --------------------------------------------------
 
@@ -501,6 +505,31 @@ class Config:
             capsule.reset_redis_pools()
         for pool in pools:
             pool.disconnect()
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: let go of what belongs to the parent process.
+
+        :mod:`wurk.forking` calls this before the ``fork`` event. The pools
+        (each capsule's main, fetch and waiter pools and every custom one all
+        come from :meth:`new_redis_pool`; the web pool besides) keep their
+        identity, so code holding one keeps working, but reconnect afresh. The
+        statsd client is rebuilt from ``dogstatsd`` on next use, the outage log
+        starts with no outage, and the parent worker's counters are no
+        longer registered: the child's own launcher registers its own.
+        """
+        self._lock = threading.RLock()  # a parent thread may have held it
+        pools = [*self._custom_pools, *([self._web_pool] if self._web_pool is not None else [])]
+        for pool in pools:
+            pool.reset_after_fork()
+        if self._scripts is not None:
+            self._scripts.reset_after_fork()
+        client, self._statsd = self._statsd, None
+        if client is not None:
+            from wurk.metrics.statsd import discard_after_fork
+
+            discard_after_fork(client)
+        self.outage_log = OutageLog(self)
+        self._services.pop("process_stats", None)
 
     def on_redis_error(self, handler: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
         """Register telemetry for pool retries and give-ups (usable as a decorator)."""

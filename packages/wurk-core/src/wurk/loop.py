@@ -4,11 +4,16 @@ One loop per worker process, on a thread of its own, started on first use.
 A processor thread hands it a coroutine and waits for the result, so an
 ``async`` job gets real asyncio (sockets, timers, ``gather``) while the
 thread count still bounds how many jobs run at once.
+
+A forked child inherits the runner but not its thread: the loop would look
+started and never run anything. The runner notices that its process changed
+and starts a loop of its own instead (see :mod:`wurk.forking`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Awaitable
 from typing import Any
@@ -19,8 +24,25 @@ class LoopRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _forget_after_fork(self) -> None:
+        """Drop what the parent's loop left behind, without closing it.
+
+        The inherited loop believes it is running (its thread was in
+        ``run_forever`` at the fork), so ``close`` would refuse; its selector
+        and self-pipe are only descriptors, gone with the child. The lock may
+        have been held by a parent thread that does not exist here. A runner
+        is first used in a child by the threads the child starts, one call
+        before any other, so the check needs no lock of its own.
+        """
+        self._lock = threading.Lock()
+        self._loop = self._thread = None
+        self._pid = os.getpid()
 
     def _ensure(self) -> asyncio.AbstractEventLoop:
+        if self._pid != os.getpid():
+            self._forget_after_fork()
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -39,6 +61,8 @@ class LoopRunner:
         return asyncio.run_coroutine_threadsafe(wrapper(), loop).result()
 
     def stop(self) -> None:
+        if self._pid != os.getpid():
+            self._forget_after_fork()  # the parent's loop is the parent's to stop
         with self._lock:
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None

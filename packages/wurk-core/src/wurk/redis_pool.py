@@ -29,8 +29,10 @@ documentation says.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -313,6 +315,31 @@ class RedisPool:
     def disconnect(self) -> None:
         """Close every connection; the pool reconnects lazily on next use."""
         self._pool.disconnect(inuse_connections=True)
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: drop the parent's connections without touching them.
+
+        A socket inherited through ``fork`` is the parent's open conversation
+        with the server; a child that wrote on it (even a ``QUIT``) would mix
+        its replies with the parent's, and a ``shutdown(2)`` would end the
+        parent's session. Each inherited connection is only closed (our copy
+        of the descriptor: redis-py skips the shutdown in a process other than
+        the one that connected), and the pool starts empty, connecting afresh
+        on first use. The locks are replaced first: another parent thread may
+        have held one when the process forked, and nothing in the child would
+        ever release it.
+        """
+        pool = self._pool
+        inherited = list(getattr(pool, "_connections", ()))
+        pool._fork_lock = threading.RLock()
+        pool._lock = threading.RLock()
+        pool.reset()
+        for connection in inherited:
+            if connection.pid != os.getpid():  # never one made here: those would need a clean close
+                try:
+                    connection.disconnect()
+                except Exception:  # a half-built connection: the descriptor goes with it at exit
+                    pass
 
     def available(self) -> int:
         """Connections that can be checked out right now without waiting."""

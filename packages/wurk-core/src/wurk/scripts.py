@@ -148,6 +148,18 @@ class ScriptRegistry:
         with self._lock:
             self._loaded.pop(pool, None)
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: forget every pool's loaded scripts and take a new lock.
+
+        The server's script cache is shared, so the record is not wrong in the
+        child; but it is keyed by the parent's pool objects, whose connections
+        the child has just dropped, and a lock some other parent thread held at
+        the fork would stay held forever. Loading again costs one ``SCRIPT
+        LOAD`` per script and pool, once.
+        """
+        self._lock = threading.Lock()
+        self._loaded = weakref.WeakKeyDictionary()
+
     def call(self, name: str, client: Any, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> Any:
         """Run script ``name`` on ``client`` (a ``redis.Redis``) and return its reply."""
         script = self[name]

@@ -49,6 +49,23 @@ def timing(client: Any, metric: str, ms: float, tags: list[str]) -> None:
         client.timing(metric, ms)
 
 
+def discard_after_fork(client: Any) -> None:
+    """Let go of a statsd client a forked child inherited from its parent.
+
+    The child builds its own from ``config.dogstatsd`` on next use. Only a
+    DogStatsD client's ``close_socket`` is called, which closes the child's
+    copy of the socket and sends nothing: a ``close``/``flush`` could send
+    metrics the parent still buffers, and they would be counted twice. Any
+    other client's socket is closed when the object is collected.
+    """
+    close_socket = getattr(client, "close_socket", None)
+    if callable(close_socket):
+        try:
+            close_socket()
+        except Exception:  # a socket already gone: nothing left to let go of
+            pass
+
+
 class Statsd(ServerMiddleware):
     """Sends ``jobs.*`` metrics for every job to ``config.statsd``."""
 
