@@ -7,7 +7,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from tests.helpers import wait_for
-from wurk.leader import Leader
+from wurk.leader import SERVICE, Leader
 from wurk.metrics import ExecutionTracker, MetricsRollup, Query
 from wurk.metrics.rollup import SETTLE_SECONDS
 
@@ -16,6 +16,7 @@ NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 
 def leading(config) -> Leader:
     leader = Leader(config, "host:1:aaaaaaaaaaaa")
+    config.register(SERVICE, leader)  # what the launcher does
     assert leader.campaign()
     return leader
 
@@ -32,7 +33,8 @@ def test_finished_minutes_are_added_to_the_day_totals_once(config, redis):
     flush_at(config, NOW - timedelta(minutes=10), Report=2)
     flush_at(config, NOW - timedelta(minutes=5), Report=1, Export=4)
     flush_at(config, NOW - timedelta(seconds=40), Report=7)  # not settled yet
-    rollup = MetricsRollup(config, leading(config))
+    leading(config)
+    rollup = MetricsRollup(config)
     # Every minute of the last 8 hours that ended SETTLE_SECONDS ago, once; 11:59 is too recent.
     assert rollup.roll_up(NOW.timestamp()) == 8 * 60
     assert int(redis.get("wurk:history:rolled")) == int(NOW.timestamp()) // 60 * 60 - 60 - SETTLE_SECONDS
@@ -52,8 +54,8 @@ def test_finished_minutes_are_added_to_the_day_totals_once(config, redis):
 def test_two_leaders_cannot_count_a_minute_twice(config, redis):
     minute = NOW - timedelta(minutes=5, seconds=30)
     flush_at(config, minute, Report=1)
-    leader = leading(config)
-    first, second = MetricsRollup(config, leader), MetricsRollup(config, leader)
+    leading(config)
+    first, second = MetricsRollup(config), MetricsRollup(config)
     assert first.roll_up(NOW.timestamp()) > 0
     assert second.roll_up(NOW.timestamp()) == 0
     # A rival that read the cursor before the first one moved it still sends the
@@ -76,7 +78,8 @@ def test_a_sample_holds_the_cluster_gauges_and_each_queues_depth_and_latency(con
     redis.sadd("processes", "p1", "p2")
     redis.hset("p1", "busy", 3)
     redis.hset("p2", "busy", 1)
-    rollup = MetricsRollup(config, leading(config))
+    leading(config)
+    rollup = MetricsRollup(config)
     entry = rollup.record_sample(now)
     assert int(entry.split("-")[0]) / 1000 - now < 5
     [sample] = Query().gauges()
@@ -91,7 +94,8 @@ def test_a_sample_holds_the_cluster_gauges_and_each_queues_depth_and_latency(con
 
 def test_the_stream_is_capped(config, redis):
     config["history_stream_cap"] = 100
-    rollup = MetricsRollup(config, leading(config))
+    leading(config)
+    rollup = MetricsRollup(config)
     for _ in range(1_000):
         rollup.record_sample(time.time())
     assert 100 <= redis.xlen("wurk:history") < 300  # MAXLEN ~ trims whole stream nodes
@@ -101,8 +105,9 @@ def test_the_stream_is_capped(config, redis):
 def test_the_loop_acts_only_while_this_process_leads(config, redis):
     config["metrics_rollup_interval"] = 0.1
     leader = Leader(config, "host:1:bbbbbbbbbbbb")
+    config.register(SERVICE, leader)
     redis.set("dear-leader", "someone-else")
-    rollup = MetricsRollup(config, leader)
+    rollup = MetricsRollup(config)
     rollup.start()
     try:
         assert leader.campaign() is False

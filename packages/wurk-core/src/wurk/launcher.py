@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk.heartbeat import Heartbeat
 from wurk.identity import ProcessIdentity
+from wurk.leader import SERVICE as LEADER_SERVICE
 from wurk.leader import Leader
 from wurk.loop import LoopRunner
 from wurk.manager import Manager
@@ -58,6 +59,7 @@ class Launcher:
         self.heartbeat: Heartbeat | None = None
         self.poller: Poller | None = None
         self.leader = Leader(config, self.identity.identity)
+        config.register(LEADER_SERVICE, self.leader)  # read through wurk.leader.leadership(config)
         self.health: Any = None
         self.extras: list[Any] = []
 
@@ -86,7 +88,7 @@ class Launcher:
         self.leader.start()
         from wurk.metrics.rollup import MetricsRollup
 
-        rollup = MetricsRollup(config, self.leader)  # acts only while this process leads
+        rollup = MetricsRollup(config)  # acts only while this process leads
         rollup.start()
         self.extras += [reaper, self.leader, rollup]
         options = config.option("health_check_options")

@@ -6,11 +6,21 @@ renews every 15 s (only while it still holds the lock) and bumps
 be told apart. Followers try again every 60 s. A graceful shutdown releases
 the lock (again only if still held), so a successor takes over at once rather
 than after the TTL. ``WURK_LEADER=false`` keeps a process out of elections.
+
+Leadership is announced both ways: ``leader`` fires on each promotion and
+``leader_lost`` once each time it ends (a refused renewal, a lease that ran
+out while Redis could not be reached, or the release at shutdown). Components
+ask whether this process leads *now* with :func:`leadership`, which reads the
+:class:`Leader` the launcher registers on the configuration, and carry its
+token into :func:`fenced_set` so a write from a leader that has since been
+replaced is refused inside Redis.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wurk import env, keys
@@ -18,6 +28,24 @@ from wurk.component import BackgroundThread
 
 if TYPE_CHECKING:
     from wurk.config import Config
+
+#: The name the launcher registers its :class:`Leader` under (``config.lookup``).
+SERVICE = "leader"
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """One answer to "do we lead, and under which token?", taken at one instant,
+    so a check-then-write carries the token that the check saw."""
+
+    leading: bool
+    token: int | None = None
+
+    def __bool__(self) -> bool:
+        return self.leading
+
+
+NOT_LEADING = Leadership(False, None)
 
 
 class Leader(BackgroundThread):
@@ -31,11 +59,32 @@ class Leader(BackgroundThread):
         self.follower_interval = float(config.option("leader_follower_interval", 60))
         self.token: int | None = None
         self._until = 0.0
+        # Whether we were promoted and have not yet announced the end; separate
+        # from the lease so that an end is noticed (and announced) even when the
+        # lease ran out while the process was stopped or Redis was unreachable.
+        self._promoted = False
+        self._lock = threading.Lock()
         super().__init__()
 
-    def is_leader(self) -> bool:
-        """Cached: true while our last successful claim or renewal is within the TTL."""
-        return time.monotonic() < self._until
+    def leads(self) -> bool:
+        """True while promoted and the last claim or renewal is within the TTL.
+
+        Cached, no Redis call: a process resumed after a long pause answers
+        False at once, before its election thread has noticed anything."""
+        return self._promoted and time.monotonic() < self._until
+
+    #: The old name, kept for callers written before :meth:`leads`.
+    is_leader = leads
+
+    def fence(self) -> int | None:
+        """The ``leader-token`` taken at our promotion, or None when not leading."""
+        return self.leadership().token
+
+    def leadership(self) -> Leadership:
+        with self._lock:
+            if self.leads():
+                return Leadership(True, self.token)
+        return NOT_LEADING
 
     def start(self) -> None:
         if env.leader_opted_out():
@@ -48,17 +97,22 @@ class Leader(BackgroundThread):
             try:
                 self.campaign()
             except Exception as exc:
-                self._until = 0.0
                 self.config.handle_exception(exc, {"context": "leader election"})
-            wait = self.renew_interval if self.is_leader() else self.follower_interval
+                if self._promoted and not self.leads():
+                    # Unreachable until the lease ran out: someone else may lead now.
+                    self._lose("the lease ran out before a renewal got through")
+            wait = self.renew_interval if self._promoted else self.follower_interval
             if self.wait(wait):
                 return
 
     def campaign(self) -> bool:
-        """One round: renew if leading, else try to take the lock."""
+        """One round: renew if promoted, else try to take the lock."""
         pool = self.config.redis_pool
         started = time.monotonic()
-        if self.is_leader():
+        if self._promoted:
+            # Renewed even when the local lease has run out (a long pause): the
+            # script only extends a lock still holding our identity, which no one
+            # else can have taken meanwhile, so leadership never changed hands.
             renewed = pool.execute(
                 lambda conn: self.config.scripts.call(
                     "core.leader_renew", conn, [keys.LEADER], [self.identity, self.ttl]
@@ -67,24 +121,68 @@ class Leader(BackgroundThread):
             if renewed:
                 self._until = started + self.ttl
                 return True
-            self._until = 0.0
-            self.config.logger.info("lost leadership")
+            self._lose("the lock is gone or someone else's")
             return False
         if pool.execute(lambda conn: conn.set(keys.LEADER, self.identity, nx=True, ex=self.ttl)):
-            self._until = started + self.ttl
-            self.token = int(pool.execute(lambda conn: conn.incr(keys.LEADER_TOKEN)))
-            self.config.logger.info("became the cluster leader (token %s)", self.token)
+            token = int(pool.execute(lambda conn: conn.incr(keys.LEADER_TOKEN)))
+            with self._lock:
+                self.token = token
+                self._until = started + self.ttl
+                self._promoted = True
+            self.config.logger.info("became the cluster leader (token %s)", token)
             self.config.fire_event("leader")
             return True
         return False
 
+    def _lose(self, why: str) -> None:
+        """End our leadership and announce it, once however many paths get here."""
+        with self._lock:
+            if not self._promoted:
+                return
+            self._promoted = False
+            self._until = 0.0
+            token, self.token = self.token, None
+        self.config.logger.info("lost leadership (token %s): %s", token, why)
+        self.config.fire_event("leader_lost")
+
     def stop(self) -> None:
         super().stop()
-        if self.is_leader():
-            try:
-                self.config.redis_pool.execute(
-                    lambda conn: self.config.scripts.call("core.leader_release", conn, [keys.LEADER], [self.identity])
-                )
-            except Exception as exc:
-                self.config.handle_exception(exc, {"context": "leader release"})
-            self._until = 0.0
+        if not self._promoted:
+            return
+        try:
+            self.config.redis_pool.execute(
+                lambda conn: self.config.scripts.call("core.leader_release", conn, [keys.LEADER], [self.identity])
+            )
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "leader release"})
+        self._lose("released at shutdown")
+
+
+def leadership(config: Config) -> Leadership:
+    """Whether this process leads now, and its fencing token.
+
+    Reads the :class:`Leader` the launcher registered; a process without one
+    (a client, a test) never leads::
+
+        from wurk.leader import fenced_set, leadership
+
+        now = leadership(config)
+        if now:
+            fenced_set(config, "report:last", payload, now.token)
+    """
+    leader = config.lookup(SERVICE)
+    return leader.leadership() if isinstance(leader, Leader) else NOT_LEADING
+
+
+def fenced_set(config: Config, key: str, value: str | bytes, token: int, *, ex: int | None = None) -> bool:
+    """SET ``key`` only while ``token`` is still the newest ``leader-token``.
+
+    Why: a leader paused past its TTL may resume and write before it learns it
+    was replaced; the newer leader's promotion bumped the token, so the check
+    inside Redis refuses the stale write. Returns whether it was written.
+    """
+    script_args: list[str | bytes | int] = [token, value, ex or 0]
+    written = config.redis_pool.execute(
+        lambda conn: config.scripts.call("core.fenced_set", conn, [keys.LEADER_TOKEN, key], script_args)
+    )
+    return bool(written)

@@ -29,11 +29,11 @@ from wurk import keys as core_keys
 from wurk import payload as wire
 from wurk.api._base import as_int, seconds_since, text
 from wurk.component import BackgroundThread
+from wurk.leader import leadership
 from wurk.metrics import keys
 
 if TYPE_CHECKING:
     from wurk.config import Config
-    from wurk.leader import Leader
 
 DEFAULT_INTERVAL = 60.0
 DEFAULT_STREAM_CAP = 10_000
@@ -44,20 +44,22 @@ BACKLOG_MINUTES = keys.ONE_MINUTE_TTL // 60
 
 
 class MetricsRollup(BackgroundThread):
+    """A named thread that samples and rolls up while this process leads.
+
+    It asks :func:`wurk.leader.leadership` at each tick rather than holding the
+    leader, so any process with a registered leader gates it the same way."""
+
     thread_name = "wurk-metrics-rollup"
 
-    """A named thread that samples and rolls up while this process leads."""
-
-    def __init__(self, config: Config, leader: Leader) -> None:
+    def __init__(self, config: Config) -> None:
         self.config = config
-        self.leader = leader
         self.interval = float(config.option("metrics_rollup_interval", DEFAULT_INTERVAL))
         self.stream_cap = int(config.option("history_stream_cap", DEFAULT_STREAM_CAP))
         super().__init__()
 
     def _run(self) -> None:
         while not self.wait(self.interval):
-            if self.leader.is_leader():
+            if leadership(self.config).leading:
                 try:
                     self.tick()
                 except Exception as exc:
