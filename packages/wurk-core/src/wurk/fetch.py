@@ -78,17 +78,40 @@ class UnitOfWork:
 
 
 class Fetcher(Protocol):
-    """What a custom ``config["fetch_class"]`` must provide."""
+    """What a custom ``config["fetch_class"]`` must provide; it is built as
+    ``fetch_class(capsule, identity)``. :class:`wurk.testing.fetcher_contract.FetcherContract`
+    is a test suite any implementation can run against a real server."""
 
-    def retrieve_work(self) -> UnitOfWork | None: ...
+    #: How many jobs to claim ahead of the idle threads; the manager sets it.
+    prefetch: Callable[[], int]
 
-    def acknowledge(self, uow: UnitOfWork) -> None: ...
+    def retrieve_work(self) -> UnitOfWork | None:
+        """The next job, or ``None`` after about ``fetch_poll_interval``."""
+        ...
 
-    def flush_acks(self) -> None: ...
+    def acknowledge(self, uow: UnitOfWork) -> None:
+        """The job is done (or its failure booked): it may leave Redis."""
+        ...
 
-    def requeue(self, units: list[UnitOfWork]) -> int: ...
+    def flush_acks(self) -> None:
+        """Send any acknowledgement still held back."""
+        ...
 
-    def requeue_all(self) -> int: ...
+    def abandon(self, uow: UnitOfWork) -> None:
+        """Neither done nor booked: give it back to its queue soon."""
+        ...
+
+    def requeue(self, units: list[UnitOfWork]) -> int:
+        """Give these claimed jobs back to their queues now."""
+        ...
+
+    def quiet(self) -> None:
+        """Claim nothing more (one-way); a blocked ``retrieve_work`` returns."""
+        ...
+
+    def requeue_all(self) -> int:
+        """At shutdown: give back every job claimed and not acknowledged."""
+        ...
 
 
 class ReliableFetcher:
