@@ -22,7 +22,7 @@ values, so a hook can register several things and new registry methods never
 change a hook's signature. Adding an argument to a hook is backwards compatible
 (pluggy passes only the names an implementation asks for); renaming one is not.
 
-Lifecycle hooks (``wurk_startup`` … ``wurk_leader``) are called one
+Lifecycle hooks (``wurk_startup`` … ``wurk_leader_lost``) are called one
 implementation at a time by :meth:`wurk.plugins.Plugins.fire`, in registration
 order, so a plugin that raises is reported and the others still run;
 ``quiet``, ``shutdown`` and ``exit`` run in reverse order.
