@@ -27,22 +27,22 @@ from wurk.testing.store import Queues
 def wurk_fake() -> Iterator[Queues]:
     """Fake mode for this test; yields ``wurk.testing.queues``."""
     testing.clear_all()
-    previous = testing._set_global_mode("fake")
+    previous = testing.state.set_global_mode("fake")
     try:
         yield testing.queues
     finally:
-        testing._set_global_mode(previous)
+        testing.state.set_global_mode(previous)
         testing.clear_all()
 
 
 @pytest.fixture
 def wurk_inline() -> Iterator[None]:
     """Inline mode for this test: every push runs its job at once."""
-    previous = testing._set_global_mode("inline")
+    previous = testing.state.set_global_mode("inline")
     try:
         yield
     finally:
-        testing._set_global_mode(previous)
+        testing.state.set_global_mode(previous)
 
 
 @pytest.fixture

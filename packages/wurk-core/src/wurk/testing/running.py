@@ -1,0 +1,101 @@
+"""Running one payload in-process, the way inline mode and draining do.
+
+Nothing here reads the testing state: the chain to run through is passed in,
+so ``Job.perform_inline`` can use the configuration's real server chain and
+the testing helpers the separate testing chain.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wurk import payload as wire
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk.middleware import Chain
+
+Payload = dict[str, Any]
+
+
+def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None = None) -> Any:
+    """Instantiate ``job_class`` for ``job`` and run it through ``chain``;
+    ``perform``'s return value (``None`` when a middleware skipped it)."""
+    config = config or (chain.config if chain.config is not None else default_config())
+    if chain.config is None:
+        chain = chain.copy_for(config)  # so the middleware get a configuration
+    job_class = unwrap(job_class)
+    job = wire_copy(job)
+    instance = job_class()
+    instance.jid = job.get("jid")
+    if job.get("bid"):
+        instance.bid = job["bid"]
+    result: list[Any] = [None]
+
+    def perform() -> Any:
+        result[0] = job_class.execute_job(instance, job["args"])
+        return result[0]
+
+    chain.invoke(instance, job, job.get("queue"), final=perform)
+    return result[0]
+
+
+def wire_copy(job: Payload) -> Payload:
+    """``job`` after a round trip through the wire encoding.
+
+    The same encoding as the real write, so a payload Redis would refuse is
+    refused here too, and the job gets copies, not the caller's objects.
+    """
+    return wire.loads(wire.dumps(job))  # type: ignore[no-any-return]
+
+
+def default_config() -> Config:
+    # Imported late: the configuration module pulls in most of Wurk, and
+    # ``wurk.client`` imports this package while ``wurk`` itself is loading.
+    from wurk.defaults import default_config
+
+    return default_config()
+
+
+def unwrap(job_class: Any) -> Any:
+    """The class behind a ``@wurk.job`` function; other classes unchanged."""
+    from wurk.job import JobFunction
+
+    return job_class.job_class if isinstance(job_class, JobFunction) else job_class
+
+
+def covers_all(job_class: Any) -> bool:
+    """``None`` and ``wurk.Job`` itself mean every class."""
+    from wurk.job import Job
+
+    return job_class is None or job_class is Job
+
+
+def resolve(name: str, config: Config | None = None) -> Any:
+    """The job class a payload's ``class`` names.
+
+    A class already defined in this process is preferred, which covers custom
+    ``wire_name``s and jobs defined in a ``__main__`` script (importing the
+    script again would run it twice); anything else goes through the
+    configuration's registry.
+    """
+    defined = _defined_job_class(name)
+    if defined is not None:
+        return defined
+    return (config or default_config()).jobs.resolve(name)
+
+
+def _defined_job_class(name: str) -> type | None:
+    from wurk.job import Job
+
+    found: type | None = None
+    pending: list[type] = list(Job.__subclasses__())
+    while pending:
+        candidate = pending.pop(0)
+        pending.extend(candidate.__subclasses__())
+        try:
+            if wire.class_name(candidate) == name:
+                found = candidate  # the last one defined wins, as a re-definition would
+        except wire.InvalidJobError:
+            continue  # a class defined inside a function cannot be a job
+    return found
