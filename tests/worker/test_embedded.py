@@ -188,3 +188,29 @@ def test_a_failure_that_cannot_be_booked_goes_back_to_its_queue(config, redis):
         instance.stop()
     assert json.loads(redis.zrange("retry", 0, -1)[0])["retry_count"] == 0
     assert [key for key in redis.keys("queue:*") if b"|" in key] == []
+
+
+class BrokenFetcher(ReliableFetcher):
+    """A fetcher with a bug that kills every processor thread that calls it."""
+
+    calls = 0
+
+    def retrieve_work(self):
+        type(self).calls += 1
+        raise RuntimeError("a bug in a custom fetcher")
+
+
+def test_dead_processor_threads_are_replaced_with_a_growing_pause(config, redis):
+    config["fetch_class"] = BrokenFetcher
+    config.concurrency = 2
+    BrokenFetcher.calls = 0
+    instance = wurk.configure_embed()
+    instance.run()
+    try:
+        wait_for(lambda: BrokenFetcher.calls >= 4)  # the threads die, and are replaced
+        time.sleep(2)
+    finally:
+        instance.stop()
+    # Replaced at once, two threads would have called it thousands of times in
+    # those seconds; with a pause doubling from 0.5 s, a handful.
+    assert BrokenFetcher.calls < 20
