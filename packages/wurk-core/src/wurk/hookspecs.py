@@ -25,7 +25,8 @@ change a hook's signature. Adding an argument to a hook is backwards compatible
 Lifecycle hooks (``wurk_startup`` … ``wurk_leader_lost``) are called one
 implementation at a time by :meth:`wurk.plugins.Plugins.fire`, in registration
 order, so a plugin that raises is reported and the others still run;
-``quiet``, ``shutdown`` and ``exit`` run in reverse order.
+``quiet``, ``shutdown`` and ``exit`` run in reverse order. ``wurk_job_outcome``
+is contained the same way, by :meth:`wurk.plugins.Plugins.notify`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.middleware import Chain
     from wurk.options import OptionRegistry
+    from wurk.outcomes import Outcome
     from wurk.scripts import ScriptRegistry
 
 PROJECT = "wurk"
@@ -188,3 +190,18 @@ def wurk_leader_lost(config: Config) -> None:
     """This process has stopped being the cluster leader: it failed to renew in
     time (another process may lead now) or released the lead at shutdown. A
     component that acts only while leading stops acting before its next write."""
+
+
+@hookspec
+def wurk_job_outcome(outcome: Outcome, config: Config) -> None:
+    """A job's result has been booked: it succeeded, a retry was scheduled, it
+    died (``outcome.reason`` says why), it was rescheduled, or it was given
+    back at shutdown. See :class:`wurk.outcomes.Outcome`.
+
+    Fired once per run, after the booking and the death handlers, from where
+    it happened: a worker's processor thread, the reaper (a poison pill), or
+    the process that killed it through the API or the dashboard. Runs on the
+    job's thread, so keep it short; an implementation that raises is reported
+    and the others still run. When no plugin implements it, workers skip it
+    entirely (they check once, at start).
+    """

@@ -13,7 +13,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from wurk.errors import Shutdown
 from wurk.fetch import ReliableFetcher
 from wurk.processor import Processor, ProcessStats
 from wurk.retry import JobRetry
@@ -129,7 +128,7 @@ class Manager:
         requeued = int(self.fetcher.requeue_all())
         for processor in self.processors:
             if processor.alive:
-                _raise_in_thread(processor.thread, Shutdown)
+                processor.interrupt()  # tells the outcome, then raises Shutdown in it
         return requeued
 
 

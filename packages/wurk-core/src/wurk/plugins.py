@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 #: A major bump ships only in a core release outside the compatible range the
 #: feature distributions require (the next minor before 1.0, the next major
 #: after), so pip and this check agree.
-PLUGIN_API: tuple[int, int] = (1, 0)
+PLUGIN_API: tuple[int, int] = (1, 1)  # 1.1: wurk_job_outcome
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
@@ -263,3 +263,20 @@ class Plugins:
                 if reraise:
                     raise
                 config.handle_exception(exc, {"context": f"plugin {impl.plugin_name} on {event}"})
+
+    def notify(self, hook: str, config: Config, **arguments: Any) -> None:
+        """Call the hook ``hook`` one implementation at a time, in registration
+        order, a failing one reported through ``config.handle_exception``.
+
+        For the event hooks outside the lifecycle (``wurk_job_outcome``): the
+        code that fires them is booking a job, which must not fail, nor keep
+        the other listeners from hearing, because one listener raised.
+        """
+        caller = getattr(self._pm.hook, hook)
+        ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
+        arguments["config"] = config
+        for impl in ordered:
+            try:
+                impl.function(*[arguments[name] for name in impl.argnames])
+            except Exception as exc:
+                config.handle_exception(exc, {"context": f"plugin {impl.plugin_name} on {hook}"})

@@ -6,6 +6,11 @@ guard, the server middleware chain, and ``perform``. The one acknowledgement
 decision is made here: a job is acknowledged when it succeeded or when the
 retry layer booked its failure (:class:`~wurk.retry.Handled`); on a shutdown
 or an error the retry layer could not book, it stays in the private list.
+
+The processor also tells the plugins the outcomes nobody else tells (see
+:mod:`wurk.outcomes`): ``succeeded``, and ``interrupted`` for a job given
+back; the retry layer, the Expiry middleware and the :class:`~wurk.retry.Retrier`
+tell their own, and then the processor stays quiet.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from wurk import outcomes
 from wurk import payload as wire
-from wurk.errors import RedisConnectionError, Shutdown
+from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.retry import Handled, Skip
 from wurk.server_middleware import current_jobstr
@@ -89,6 +95,8 @@ class Processor:
         self._chain = self.capsule.server_middleware
         self._skip_logging = bool(self.config.option("skip_default_job_logging"))
         self._logged = tuple(self.config.option("logged_job_attributes") or ())
+        self._listening = self.retrier.listening
+        self._given_back: UnitOfWork | None = None
         self.thread = threading.Thread(target=self.run, name=f"wurk-processor-{self.capsule.name}-{index}", daemon=True)
 
     def start(self) -> None:
@@ -97,6 +105,24 @@ class Processor:
     def terminate(self) -> None:
         """Stop after the current job (quiet)."""
         self._done = True
+
+    def interrupt(self) -> None:
+        """At shutdown, once the fetcher has given this thread's job back:
+        tell the outcome ``interrupted`` now, from the stopping thread, since
+        the ``Shutdown`` raised next may land only after the process is gone
+        (a job blocked in C), and then raise it."""
+        from wurk.manager import _raise_in_thread
+
+        uow = self.current
+        if uow is not None and self._listening:
+            self._given_back = uow
+            try:
+                job = parse_job(uow.job)
+            except ValueError:
+                job = None
+            if job is not None:
+                self.retrier.tell("interrupted", job, Shutdown(), queue=uow.queue)
+        _raise_in_thread(self.thread, Shutdown)
 
     @property
     def alive(self) -> bool:
@@ -150,6 +176,8 @@ class Processor:
         current_jobstr.set(jobstr)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})
+        if self._listening:
+            outcomes.begin(job.get("jid"))
         with with_context(**context):
             started = time.monotonic()
             if not self._skip_logging:
@@ -158,16 +186,24 @@ class Processor:
                 self.retrier.run_global(job, uow.queue, lambda: self._stats(job, jobstr, uow.queue))
                 ack = True
                 self._log_end("done", started)
-            except Skip:
+                if self._listening and not outcomes.told() and self._given_back is not uow:
+                    self.retrier.tell("succeeded", job, queue=uow.queue)
+            except Skip as skip:
                 ack = True
                 self._log_end("done", started)
+                # InterruptHandler gave the job back to its queue; its Skip
+                # keeps the Interrupted as context (``from None`` only hides it).
+                if self._listening and not outcomes.told() and isinstance(skip.__context__, Interrupted):
+                    self.retrier.tell("interrupted", job, skip.__context__, queue=uow.queue)
             except Handled as handled:
                 ack = True
                 self._log_end("fail", started)
                 cause = handled.__cause__ or handled
                 self.config.handle_exception(cause, {"context": "Job raised exception", "job": job})
-            except Shutdown:
+            except Shutdown as shutdown:
                 self._log_end("interrupted", started)
+                if self._listening and self._given_back is not uow:
+                    self.retrier.tell("interrupted", job, shutdown, queue=uow.queue)
             except BaseException as exc:
                 # Past the retry layer (say Redis went away while booking the
                 # failure): the job stays in the private list, and the next

@@ -24,7 +24,8 @@ A job recovered for the first time is counted in ``super_fetch:recovered:<id>``
 (72 h) and becomes a *suspect*; after that it is counted again only when the
 dead process was running it (the fetcher marks running suspects, see
 :mod:`wurk.fetch`). At the third counted recovery it is a poison pill: it goes
-to the dead set instead, and its copy is taken off the queue. A job that was
+to the dead set instead, and its copy is taken off the queue; its outcome is
+``died`` for the reason ``poison_pill`` (no death handlers run, as before). A job that was
 only claimed beside the one that crashed its process never gets there.
 """
 
@@ -34,10 +35,11 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
+from wurk import keys, outcomes
 from wurk import payload as wire
 from wurk.component import BackgroundThread
 from wurk.identity import live_nonces, parse_private_queue
+from wurk.outcomes import Outcome
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -158,6 +160,8 @@ class Reaper(BackgroundThread):
         for on_poison in list(self.config.option("poison_callbacks") or ()):
             self._call(on_poison, pill)
         self._call(callback, jobstr, pill)
+        # Told whatever the payload: a listener keyed on jids skips a jid-less one.
+        outcomes.report(self.config, Outcome.of("died", job, queue=queue, reason="poison_pill"))
         return "poison"
 
     def _call(self, callback: Any, *args: Any) -> None:

@@ -16,6 +16,13 @@ that decrypts or rewrites arguments changes them for ``perform`` only, and the
 what was enqueued. Only ``retry`` is filled in from the class's options when
 the payload has none, as before.
 
+Every booking is told to plugins as a :class:`~wurk.outcomes.Outcome`
+(``retry_scheduled`` or ``died``, with its reason) once it is done, death
+handlers included. Code outside the retry layer books through
+:class:`Retrier` — the dead set or the schedule, by the same rules — and
+raises :class:`Skip` so that the processor acknowledges the job without
+booking anything more.
+
 The payload fields, their order and units, the backoff formula and the dead
 set's trims are Sidekiq 8's, so a Ruby process and the Sidekiq Web UI read
 these entries as their own.
@@ -32,9 +39,10 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
+from wurk import keys, outcomes
 from wurk import payload as wire
 from wurk.errors import Shutdown
+from wurk.outcomes import Outcome, Reason
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -49,8 +57,20 @@ class Handled(Exception):
 
 
 class Skip(Handled):
-    """A middleware took care of the job itself (re-enqueued it, say): acknowledge
-    it without booking a failure."""
+    """A middleware took care of the job itself: acknowledge it without booking
+    anything, and count the run as neither a success nor a failure.
+
+    Public, and Sidekiq's name (``JobRetry::Skip``): a server middleware that
+    re-enqueued the job, or booked it through :class:`Retrier` (a rate
+    limiter's reschedule), raises it::
+
+        Retrier(self.config).reschedule(job, 300)
+        raise Skip()
+
+    No outcome is told for a skipped run unless its middleware told one
+    (the Retrier does), except for an ``Interrupted`` job given back to its
+    queue, which is ``interrupted``.
+    """
 
 
 def retries_enabled(value: Any) -> bool:
@@ -142,6 +162,22 @@ class JobRetry:
     def __init__(self, config: Config, resolve: Callable[[str], type] | None = None) -> None:
         self.config = config
         self.resolve = resolve or config.jobs.resolve
+        # Asked once: a worker builds its retrier at start, and a job's
+        # outcome must cost nothing when no plugin listens.
+        self.listening = outcomes.listening(config)
+
+    def tell(
+        self,
+        kind: outcomes.Kind,
+        job: dict[str, Any],
+        exc: BaseException | None = None,
+        reason: Reason | None = None,
+        queue: str | None = None,
+    ) -> None:
+        """Tell the listening plugins how a job ended (nothing when none listens)."""
+        if self.listening:
+            outcome = Outcome.of(kind, job, queue=queue, reason=reason, exception=exc)
+            outcomes.report(self.config, outcome, known_listening=True)
 
     # -- the guards ---------------------------------------------------------------
 
@@ -158,6 +194,7 @@ class JobRetry:
                 self.process_retry(None, payload, queue, exc)
             else:
                 self.run_death_handlers(payload, exc)
+                self.tell("died", payload, exc, "retry_false", queue)
             raise Handled() from exc
 
     def run_local(self, job_class: type, job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
@@ -202,6 +239,7 @@ class JobRetry:
         if action == "discard":
             job["discarded_at"] = wire.now_ms()
             self.run_death_handlers(job, exc)
+            self.tell("died", job, exc, "discarded")
             return
         if action == "kill":
             self.retries_exhausted(job_class, job, exc)
@@ -210,6 +248,7 @@ class JobRetry:
         member = wire.dumps(job)
         self.config.redis_pool.execute(lambda conn: conn.zadd(keys.RETRY, {member: score}))
         self.config.statsd_increment("jobs.retried")
+        self.tell("retry_scheduled", job, exc)
 
     def _stamp_backtrace(self, job: dict[str, Any], exc: BaseException) -> None:
         wanted = job.get("backtrace")
@@ -254,12 +293,15 @@ class JobRetry:
                 discard = hook(job, exc) == "discard"
             except Exception as hook_exc:
                 self.config.handle_exception(hook_exc, {"context": "Error calling retries_exhausted", "job": job})
+        reason: Reason = "retries_exhausted"
         if discard or job.get("dead") is False:
             job["discarded_at"] = wire.now_ms()
+            reason = "discarded"
         else:
             member = wire.dumps(job)
             self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
         self.run_death_handlers(job, exc)
+        self.tell("died", job, exc, reason)
 
     def run_death_handlers(self, job: dict[str, Any], exc: BaseException) -> None:
         for handler in list(self.config.death_handlers):
@@ -279,3 +321,54 @@ class JobRetry:
             return self.resolve(name)
         except Exception:
             return None
+
+
+class Retrier:
+    """Core's booking rules for code outside the retry layer: a plugin's
+    middleware (a rate limiter, a unique-jobs lock), a tool, a test.
+
+    Each call books like the retry layer does and then tells the outcome to
+    the listening plugins. Inside a server middleware, follow it with
+    ``raise Skip()`` so that the processor acknowledges the job and books
+    nothing more. Pass the payload you want booked: to book it as enqueued
+    rather than as a middleware rewrote it, pass a copy of the original.
+    """
+
+    def __init__(self, config: Config | Any) -> None:
+        # A server middleware's ``self.config`` is its capsule, which holds
+        # the configuration: accept either, so ``Retrier(self.config)`` works.
+        self.config: Config = getattr(config, "config", None) or config
+        self._retry = JobRetry(self.config)
+
+    def kill(self, job: dict[str, Any], exc: BaseException | None = None, *, reason: Reason = "killed") -> None:
+        """Put ``job`` in the dead set now (trimmed by age and size, as always),
+        run the death handlers with ``exc`` (a ``RuntimeError`` naming the
+        reason when there is none), and tell the outcome ``died``."""
+        error = exc if exc is not None else _raised(f"Job killed: {reason}")
+        member = wire.dumps(job)
+        self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
+        self._retry.run_death_handlers(job, error)
+        self._retry.tell("died", job, error, reason)
+
+    def reschedule(self, job: dict[str, Any], delay: float, queue: str | None = None) -> None:
+        """Put ``job`` in the ``schedule`` set to run ``delay`` seconds from now
+        (on ``queue`` if given), booking no failure, and tell the outcome
+        ``rescheduled``. The payload keeps its jid and every other field."""
+        payload = {key: value for key, value in job.items() if key not in ("at", "enqueued_at")}
+        if queue is not None:
+            payload["queue"] = queue
+        member = wire.dumps(payload)
+        score = time.time() + max(0.0, float(delay))
+        self.config.redis_pool.execute(lambda conn: conn.zadd(keys.SCHEDULE, {member: score}))
+        self._retry.tell("rescheduled", payload)
+
+
+def _raised(message: str) -> RuntimeError:
+    """A RuntimeError with a traceback, as the death handlers' real errors have."""
+    try:
+        raise RuntimeError(message)
+    except RuntimeError as exc:
+        return exc
+
+
+__all__ = ["KILLED_BY_API", "Handled", "JobRetry", "Retrier", "Skip", "booked_payload", "retries_enabled"]

@@ -7,7 +7,8 @@
   outermost, so no other middleware swallows the interruption.
 * :class:`Expiry`: a job whose ``expiry`` (stamped from ``expires_in`` at push
   time) has passed is dropped before ``perform``. It still counts as
-  processed, and also as expired (``stat:expired``, statsd ``jobs.expired``).
+  processed, and also as expired (``stat:expired``, statsd ``jobs.expired``),
+  and its outcome is ``died`` for the reason ``expired``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from wurk import keys
+from wurk import keys, outcomes
 from wurk.errors import Interrupted
 from wurk.middleware import ServerMiddleware
-from wurk.retry import Skip
+from wurk.outcomes import Outcome
+from wurk.retry import Skip, booked_payload
 
 #: The job JSON exactly as fetched, for the job running in this context.
 current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
@@ -50,4 +52,7 @@ class Expiry(ServerMiddleware):
                 stats.count_expired()
             config.statsd_increment("jobs.expired")
         self.logger.info("expired: %s was due to run before %s", job.get("jid"), expiry)
+        if config is not None:
+            # Told here, where it is known; the processor then tells no success.
+            outcomes.report(config, Outcome.of("died", booked_payload(job), queue=queue, reason="expired"))
         return None

@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, overload
 
-from wurk import keys
+from wurk import keys, outcomes
 from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
 from wurk.api.entry import SortedEntry
+from wurk.outcomes import Outcome
 from wurk.retry import KILLED_BY_API, JobRetry
 
 if TYPE_CHECKING:
@@ -340,7 +341,8 @@ class DeadSet(JobSet):
     ) -> bool:
         """Add a payload to the dead set now, trim the set, and run the death
         handlers with ``exc`` (by default a ``RuntimeError("Job killed by API")``,
-        the message handlers written for Sidekiq look for)."""
+        the message handlers written for Sidekiq look for). The outcome
+        ``died`` / ``killed`` is told to this process's plugins."""
         member = _member(message)
         now = time.time()
         self.run(lambda conn: conn.zadd(self.name, {member: now}))
@@ -348,6 +350,7 @@ class DeadSet(JobSet):
             self.trim(max_jobs=max_jobs, timeout=timeout)
         if notify_failure:
             self._notify(member, exc)
+        self._tell_killed(member, exc)
         return True
 
     def kill_raw(
@@ -375,6 +378,20 @@ class DeadSet(JobSet):
         if not isinstance(job, dict):
             return
         JobRetry(self.config).run_death_handlers(job, exc if exc is not None else api_kill_error())
+
+    def _tell_killed(self, member: Member, exc: BaseException | None) -> None:
+        """Tell the plugins, in this process, the outcome ``died`` / ``killed``:
+        even with ``notify_failure=False``, which spares the death handlers
+        only, since a batch or a lock must still hear the job is gone."""
+        if not outcomes.listening(self.config):
+            return
+        try:
+            job = json.loads(member)
+        except (ValueError, RecursionError):
+            return
+        if isinstance(job, dict):
+            error = exc if exc is not None else api_kill_error()
+            outcomes.report(self.config, Outcome.of("died", job, reason="killed", exception=error))
 
 
 def api_kill_error() -> RuntimeError:
