@@ -37,12 +37,16 @@ CONFIGURATION_EXIT = 2
 class CommandFailed(click.ClickException):
     """A command failed for a reason the user can act on; shown as ``wurk: ...``."""
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
+    exit_code = 1
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"wurk: {self.format_message()}", err=file is None, file=file)
+
+
+class ConfigurationFailed(CommandFailed):
+    """A command refused because of its configuration (a bad option, a plugin, credentials)."""
+
+    exit_code = CONFIGURATION_EXIT
 
 
 def explain(exc: BaseException, url: str) -> CommandFailed:
@@ -54,13 +58,12 @@ def explain(exc: BaseException, url: str) -> CommandFailed:
     from wurk.redis_pool import mask_url
 
     if isinstance(exc, ConfigurationError | PluginError):
-        return CommandFailed(str(exc), CONFIGURATION_EXIT)
+        return ConfigurationFailed(str(exc))
     if isinstance(exc, WurkError):
         return CommandFailed(str(exc))
     if isinstance(exc, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError):
-        return CommandFailed(
-            f"Redis at {mask_url(url)} refused the credentials ({exc}). Check the user and password in REDIS_URL.",
-            CONFIGURATION_EXIT,
+        return ConfigurationFailed(
+            f"Redis at {mask_url(url)} refused the credentials ({exc}). Check the user and password in REDIS_URL."
         )
     if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.TimeoutError):
         return CommandFailed(str(RedisConnectionError(mask_url(url), exc)))

@@ -9,7 +9,6 @@ one ``LPUSH`` per queue); a scheduled one is one ``ZADD schedule``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -236,8 +235,3 @@ class Client:
             commands.append(("SADD", keys.QUEUES, *by_queue))
             commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
         return commands
-
-
-def perform_time(interval_or_time: Any) -> float | None:
-    """The ``at`` of a ``perform_in``/``perform_at`` call (``None``: push now)."""
-    return wire.schedule_at(interval_or_time, time.time())

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from redis.exceptions import RedisError
 
@@ -348,6 +348,8 @@ class ReliableFetcher:
         """Block on one queue while more than ``rank`` threads are idle: claim
         what arrives, or, past the bound, wake a thread to claim it."""
         client = self._block_pools[key].client
+        # redis-py types BLMOVE's timeout as an int; Redis takes fractional seconds.
+        timeout = cast(int, self.poll_interval)
         while True:
             with self._lock:
                 while not self._stopping.is_set() and (
@@ -370,7 +372,7 @@ class ReliableFetcher:
                     self._blocked_ids[key] = client.client_id()
                 if claiming:
                     self._claim_blocking(client, name)
-                elif client.blmove(keys.queue(name), keys.queue(name), self.poll_interval, "RIGHT", "RIGHT"):
+                elif client.blmove(keys.queue(name), keys.queue(name), timeout, "RIGHT", "RIGHT"):
                     with self._lock:  # watched, not claimed: a thread claims it
                         self._work.notify()
                     self._stopping.wait(0.05)

@@ -133,7 +133,7 @@ class JSON(WurkFormatter):
         return json.dumps(fields, ensure_ascii=False, default=str)
 
 
-class ReopenableStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class ReopenableStreamHandler(logging.StreamHandler):
     """A stream handler that can reopen its file, for ``SIGUSR2`` log rotation.
 
     Without a ``stream`` or a ``path`` it writes to whatever ``sys.stdout`` is at
@@ -146,7 +146,7 @@ class ReopenableStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().__init__(open(path, "a", encoding="utf-8") if path else (stream or sys.stdout))  # noqa: SIM115
         self._follows_stdout = stream is None and path is None
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stdout if getattr(self, "_follows_stdout", False) else self._stream
 

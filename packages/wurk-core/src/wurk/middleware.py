@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wurk.redis_pool import RedisPool
@@ -67,10 +67,6 @@ class ClientMiddleware(Middleware):
 class ServerMiddleware(Middleware):
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         return call_next()
-
-
-class SupportsCall(Protocol):
-    def call(self, *args: Any) -> Any: ...
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 from wurk.errors import WurkError
 
@@ -33,32 +33,6 @@ RELATIVE_LIMIT = 1_000_000_000
 QUEUE_NAME = re.compile(r"^[A-Za-z0-9_:.\-]+$")
 
 ComplexMode = Literal["raise", "warn", False]
-
-
-class JobPayload(TypedDict, total=False):
-    """The wire fields core reads and writes (plugins add their own)."""
-
-    retry: bool | int
-    queue: str
-    args: list[Any]
-    jid: str
-    created_at: int
-    enqueued_at: int
-    at: float
-    bid: str
-    tags: list[str]
-    expiry: float
-    retry_queue: str
-    retry_for: int | float
-    backtrace: bool | int
-    dead: bool
-    error_message: str
-    error_class: str
-    failed_at: int
-    retried_at: int
-    retry_count: int
-    error_backtrace: str
-    discarded_at: int
 
 
 class InvalidJobError(WurkError, ValueError):
@@ -78,9 +52,10 @@ def dumps(payload: Mapping[str, Any]) -> str:
     return _encoder.encode(payload)
 
 
-def dumps_lossy(payload: Mapping[str, Any]) -> str:
-    """Wire JSON that turns non-JSON values into strings (``on_complex_arguments`` off)."""
-    return _lossy_encoder.encode(payload)
+def dumps_lossy(value: Any) -> str:
+    """Wire JSON of a payload or its arguments that turns non-JSON values into
+    strings (``on_complex_arguments`` off)."""
+    return _lossy_encoder.encode(value)
 
 
 def loads(data: str | bytes) -> Any:

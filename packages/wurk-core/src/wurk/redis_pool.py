@@ -88,9 +88,7 @@ class _SentinelBlockingPool(SentinelConnectionPool, _BlockingPool):
     free connection like the others instead of failing at once."""
 
 
-def _sentinel_pool(
-    opts: dict[str, Any], size: int, pool_timeout: float, common: dict[str, Any]
-) -> redis.ConnectionPool:
+def _sentinel_pool(opts: dict[str, Any], size: int, pool_timeout: float, common: dict[str, Any]) -> _BlockingPool:
     """Build a Sentinel-backed pool from ``sentinels`` and ``master_name``."""
     sentinels = [_host_port(entry) for entry in opts.pop("sentinels")]
     master_name = opts.pop("master_name", None)
@@ -217,6 +215,7 @@ class RedisPool:
             "socket_timeout": read_timeout,
             "retry": Retry(NoBackoff(), 0),
         }
+        self._pool: _BlockingPool
         if opts.get("sentinels"):
             self.url = f"redis+sentinel://{opts.get('master_name')}"
             self._pool = _sentinel_pool({**opts, "url": options.get("url")}, size, pool_timeout, common)

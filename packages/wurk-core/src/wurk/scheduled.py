@@ -48,14 +48,18 @@ class Enq:
         moved = 0
         for sorted_set in sorted_sets:
             while not self.done:
-                member = self.config.redis_pool.execute(
-                    lambda c, s=sorted_set: self.config.scripts.call("core.zpopbyscore", c, [s], [repr(time.time())])
-                )
+                member = self._pop_due(sorted_set)
                 if member is None:
                     break
                 self._push(member.decode() if isinstance(member, bytes) else member)
                 moved += 1
         return moved
+
+    def _pop_due(self, sorted_set: str) -> bytes | str | None:
+        """Remove and return one member of ``sorted_set`` that is due now."""
+        return self.config.redis_pool.execute(
+            lambda conn: self.config.scripts.call("core.zpopbyscore", conn, [sorted_set], [repr(time.time())])
+        )
 
     def _push(self, member: str) -> None:
         try:
@@ -69,16 +73,22 @@ class ReliableEnq(Enq):
         moved = 0
         for sorted_set in sorted_sets:
             while not self.done:
-                now = time.time()
-                count = self.config.redis_pool.execute(
-                    lambda c, s=sorted_set, t=now: self.config.scripts.call(
-                        "core.promote", c, [s, keys.QUEUES], [repr(t), int(t * 1000), PROMOTE_BATCH]
-                    )
-                )
-                moved += int(count)
-                if int(count) < PROMOTE_BATCH:
+                count = self._promote_due(sorted_set)
+                moved += count
+                if count < PROMOTE_BATCH:
                     break
         return moved
+
+    def _promote_due(self, sorted_set: str) -> int:
+        """Move up to ``PROMOTE_BATCH`` due members of ``sorted_set`` onto their queues; how many."""
+        now = time.time()
+        return int(
+            self.config.redis_pool.execute(
+                lambda conn: self.config.scripts.call(
+                    "core.promote", conn, [sorted_set, keys.QUEUES], [repr(now), int(now * 1000), PROMOTE_BATCH]
+                )
+            )
+        )
 
 
 class Poller(BackgroundThread):

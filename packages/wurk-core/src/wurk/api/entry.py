@@ -72,7 +72,9 @@ class SortedEntry(JobRecord):
         meanwhile is not brought back with a meaningless score.
         """
         delta = epoch_seconds(at) - self._score
-        value = self._value
+        # As bytes, the form redis-py sends anyway: its ``zadd`` takes members of
+        # one type, not the ``bytes | str`` a record may hold.
+        value = self._value.encode() if isinstance(self._value, str) else self._value
         name = self.parent.name
         new_score = self.run(lambda conn: conn.zadd(name, {value: delta}, xx=True, incr=True))
         if new_score is None:

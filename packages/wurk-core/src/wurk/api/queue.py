@@ -23,6 +23,7 @@ from wurk.api.record import JobRecord, raw_latency
 if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.redis_pool import RedisPool
+    from wurk.scripts import Arg
 
 __all__ = ["JobRecord", "Queue"]
 
@@ -93,7 +94,7 @@ class Queue(RedisAccess):
         removed_before = self._removed
         while True:
             start = max(0, page * PAGE_SIZE - (self._removed - removed_before))
-            entries = self.run(lambda conn, start=start: conn.lrange(self.key, start, start + PAGE_SIZE - 1))
+            entries = self._page_from(start)
             if not entries:
                 return
             page += 1
@@ -101,6 +102,10 @@ class Queue(RedisAccess):
                 record = JobRecord(entry, self.name, config=self.config, pool=self._pool)
                 record._owner = self
                 yield record
+
+    def _page_from(self, start: int) -> list[bytes | str]:
+        """Up to ``PAGE_SIZE`` entries from index ``start``, newest first."""
+        return self.run(lambda conn: conn.lrange(self.key, start, start + PAGE_SIZE - 1))
 
     def _note_removed(self, count: int) -> None:
         self._removed += count
@@ -150,7 +155,7 @@ class Queue(RedisAccess):
 
     def _delete(self, value: str, *fields: str) -> int:
         scripts = self.config.scripts
-        args = [value, SCRIPT_CHUNK, *fields]
+        args: list[Arg] = [value, SCRIPT_CHUNK, *fields]
         removed = int(self.run(lambda conn: scripts.call("core.queue_delete_matching", conn, [self.key], args)))
         self._note_removed(removed)
         return removed

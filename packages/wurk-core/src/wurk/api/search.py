@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from wurk import keys
 from wurk.api._base import RedisAccess, text
@@ -179,7 +179,7 @@ class Search(RedisAccess):
         examined = 0
         while examined < allowance:
             wanted = min(PAGE, allowance - examined)
-            page = self.run(lambda conn, start=examined, count=wanted: conn.lrange(key, start, start + count - 1))
+            page = self._read_list(key, examined, wanted)
             for value in page:
                 examined += 1
                 self._consider(kind, name, value, None)
@@ -197,9 +197,7 @@ class Search(RedisAccess):
         pattern = match_pattern(self.substring)
         cursor, stepped, seen = 0, 0, set()
         while True:
-            cursor, pairs = self.run(
-                lambda conn, at=cursor: conn.zscan(key, at, match=pattern, count=min(PAGE, allowance))
-            )
+            cursor, pairs = self._read_set(key, cursor, pattern, min(PAGE, allowance))
             stepped += min(PAGE, allowance)
             for member, score in pairs:
                 if member not in seen:  # a rehash can make ZSCAN repeat a member
@@ -211,6 +209,17 @@ class Search(RedisAccess):
                 return min(stepped, size), False
             if stepped >= allowance and size > allowance:
                 return stepped, True
+
+    def _read_list(self, key: str, start: int, count: int) -> list[bytes | str]:
+        """``count`` entries of a list from index ``start``."""
+        return self.run(lambda conn: conn.lrange(key, start, start + count - 1))
+
+    def _read_set(self, key: str, cursor: int, pattern: str, count: int) -> tuple[int, list[tuple[bytes | str, float]]]:
+        """One ``ZSCAN`` step: the next cursor and (member, score) pairs."""
+        following, pairs = self.run(lambda conn: conn.zscan(key, cursor, match=pattern, count=count))
+        # redis-py's reply type also admits RESP3's [member, score] lists, where a
+        # member could be any item; Wurk speaks RESP2, whose pairs are (member, score).
+        return following, cast("list[tuple[bytes | str, float]]", pairs)
 
     def _consider(self, kind: str, name: str, value: bytes | str, score: float | None) -> None:
         raw = text(value)

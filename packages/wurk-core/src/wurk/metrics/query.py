@@ -256,8 +256,10 @@ class Query(RedisAccess):
 
     def gauges(self, count: int = 60) -> list[GaugeSample]:
         """The latest ``count`` samples of the leader's history stream, oldest first."""
-        entries = self.run(lambda conn: conn.xrevrange(keys.HISTORY_STREAM, count=count))
-        return [parse_sample(entry_id, fields) for entry_id, fields in reversed(entries)]
+        entries = self.run(lambda conn: conn.xrevrange(keys.HISTORY_STREAM, count=count)) or []
+        # XREVRANGE never answers an entry without fields; redis-py's reply type
+        # allows one (it is shared with XCLAIM, which can), so it is skipped.
+        return [parse_sample(entry_id, fields) for entry_id, fields in reversed(entries) if fields is not None]
 
 
 def parse_sample(entry_id: Any, fields: dict[Any, Any]) -> GaugeSample:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from wurk import keys as core_keys
 from wurk import payload as wire
@@ -33,6 +33,8 @@ from wurk.leader import leadership
 from wurk.metrics import keys
 
 if TYPE_CHECKING:
+    from redis.typing import EncodableT, FieldT
+
     from wurk.config import Config
 
 DEFAULT_INTERVAL = 60.0
@@ -73,7 +75,10 @@ class MetricsRollup(BackgroundThread):
 
     def record_sample(self, now: float) -> str:
         """Append one gauge sample to the history stream; returns its entry id."""
-        fields = self.config.redis_pool.execute(lambda conn: sample(conn, now))
+        sampled = self.config.redis_pool.execute(lambda conn: sample(conn, now))
+        # redis-py types ``fields`` as an invariant ``dict`` of its own unions
+        # (a ``Mapping`` would do), which no ``dict[str, str]`` matches.
+        fields = cast("dict[FieldT, EncodableT]", sampled)
         entry = self.config.redis_pool.execute(
             lambda conn: conn.xadd(keys.HISTORY_STREAM, fields, maxlen=self.stream_cap, approximate=True)
         )

@@ -46,7 +46,7 @@ def wire_copy(job: Payload) -> Payload:
     The same encoding as the real write, so a payload Redis would refuse is
     refused here too, and the job gets copies, not the caller's objects.
     """
-    return wire.loads(wire.dumps(job))  # type: ignore[no-any-return]
+    return wire.loads(wire.dumps(job))
 
 
 def default_config() -> Config:
