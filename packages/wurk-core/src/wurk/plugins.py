@@ -189,7 +189,7 @@ class Plugins:
 
     def register(self, plugin: object, name: str | None = None) -> str:
         """Register a plugin object by hand and validate its hooks and plugin API at once."""
-        check_plugin_api(plugin, name or getattr(plugin, "__name__", repr(plugin)), None, None)
+        check_plugin_api(plugin, name or str(getattr(plugin, "__name__", repr(plugin))), None, None)
         registered = self._pm.register(plugin, name=name)
         if registered is None:
             raise PluginError(f"plugin {name or plugin!r} is disabled or already registered")

@@ -173,6 +173,8 @@ class Processor:
             uow.acknowledge()
             return
         ack = False
+        # It parsed, so it was UTF-8 and came back from the fetch as text.
+        jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
         current_jobstr.set(jobstr)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})

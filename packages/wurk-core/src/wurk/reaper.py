@@ -40,6 +40,7 @@ from wurk import payload as wire
 from wurk.component import BackgroundThread
 from wurk.identity import live_nonces, parse_private_queue
 from wurk.outcomes import Outcome
+from wurk.scripts import Arg
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -120,7 +121,7 @@ class Reaper(BackgroundThread):
         script_keys = [private, keys.queue(queue), keys.DEAD, keys.SUSPECTS, keys.running_suspects(owner)]
         while True:
             now = time.time()
-            args = [
+            args: list[Arg] = [
                 RECOVERY_THRESHOLD,
                 RECOVERY_TTL,
                 repr(now),

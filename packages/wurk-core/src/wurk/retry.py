@@ -46,6 +46,7 @@ from wurk.outcomes import Outcome, Reason
 
 if TYPE_CHECKING:
     from wurk.config import Config
+    from wurk.job import Job
 
 DEFAULT_MAX_RETRIES = 25
 MAX_MESSAGE_CHARS = 10_000
@@ -146,7 +147,7 @@ def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
     return fetched
 
 
-def morgue(config: Config, conn: Any, jobstr: str, now: float | None = None) -> None:
+def morgue(config: Config, conn: Any, jobstr: str | bytes, now: float | None = None) -> None:
     """Add a job to the dead set and trim it by age and by size, in one MULTI."""
     now = time.time() if now is None else now
     pipe = conn.pipeline(transaction=True)
@@ -197,7 +198,7 @@ class JobRetry:
                 self.tell("died", payload, exc, "retry_false", queue)
             raise Handled() from exc
 
-    def run_local(self, job_class: type, job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
+    def run_local(self, job_class: type[Job], job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
         try:
             return body()
         except (Handled, Shutdown):
@@ -310,7 +311,7 @@ class JobRetry:
             except Exception as handler_exc:
                 self.config.handle_exception(handler_exc, {"context": "Error calling death handler", "job": job})
 
-    def kill_raw(self, jobstr: str) -> None:
+    def kill_raw(self, jobstr: str | bytes) -> None:
         """A payload nobody can parse goes to the dead set as it is."""
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, jobstr))
 

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from wurk import keys
 from wurk import payload as wire
@@ -347,7 +347,8 @@ class JobRecord(RedisAccess):
         if queue is None:
             return False
         value = self._value
-        removed = self.run(lambda conn: conn.lrem(keys.queue(queue), 1, value))
+        # redis-py's annotations want a str value; the exact bytes are what LREM must match.
+        removed = self.run(lambda conn: conn.lrem(keys.queue(queue), 1, cast(str, value)))
         if removed and self._owner is not None:
             self._owner._note_removed(int(removed))
         return bool(removed)

@@ -9,12 +9,13 @@ removal both precise and a reliable "I took it" signal under concurrency.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from wurk import keys, outcomes
 from wurk import payload as wire
@@ -141,7 +142,7 @@ class SortedSet(RedisAccess):
     def delete_by_jid(self, score: Score, jid: str) -> bool:
         """Remove the job ``jid`` among the members at exactly ``score``."""
         exact = epoch_seconds(score)
-        members = self.run(lambda conn: conn.zrange(self.name, exact, exact, byscore=True))
+        members = cast(list[Member], self.run(lambda conn: conn.zrange(self.name, exact, exact, byscore=True)))
         return any(_holds_jid(member, jid) and self.delete_by_value(self.name, member) for member in members)
 
     def remove_job(self, entry: SortedEntry) -> bool:
@@ -159,13 +160,14 @@ class SortedSet(RedisAccess):
         if not isinstance(jid, str) or not jid:
             return None
         score = entry.score
-        for member in self.run(lambda conn: conn.zrange(self.name, score, score, byscore=True)):
+        members = cast(list[Member], self.run(lambda conn: conn.zrange(self.name, score, score, byscore=True)))
+        for member in members:
             if _holds_jid(member, jid) and self.delete_by_value(self.name, member):
                 return member
         return None
 
     def _restore(self, member: Member, score: float) -> None:
-        self.run(lambda conn: conn.zadd(self.name, {member: score}))
+        self.run(lambda conn: _zadd(conn, self.name, member, score))
         self._removed -= 1
 
     def _client(self) -> Client:
@@ -186,7 +188,7 @@ class JobSet(SortedSet):
         removed_before = self._removed
         while True:
             start = max(0, page * PAGE_SIZE - (self._removed - removed_before))
-            rows = self.run(lambda conn, start=start: self._page(conn, start))
+            rows = self.run(functools.partial(self._page, start=start))
             if not rows:
                 return
             page += 1
@@ -201,7 +203,7 @@ class JobSet(SortedSet):
         """Add a payload (a dict, or JSON already encoded) at ``timestamp``."""
         score = epoch_seconds(timestamp)
         member = _member(job)
-        return int(self.run(lambda conn: conn.zadd(self.name, {member: score})))
+        return self.run(lambda conn: _zadd(conn, self.name, member, score))
 
     def fetch(self, score: Score | tuple[Score, Score], jid: str | None = None) -> list[SortedEntry]:
         """The entries at a score, or within an inclusive ``(low, high)`` range,
@@ -213,7 +215,10 @@ class JobSet(SortedSet):
             low, high = epoch_seconds(score[0]), epoch_seconds(score[1])
         else:
             low = high = epoch_seconds(score)
-        rows = self.run(lambda conn: conn.zrange(self.name, low, high, byscore=True, withscores=True))
+        rows = cast(
+            list[tuple[Member, float]],
+            self.run(lambda conn: conn.zrange(self.name, low, high, byscore=True, withscores=True)),
+        )
         entries = [SortedEntry(self, found, member) for member, found in rows]
         return entries if jid is None else [entry for entry in entries if entry.jid == jid]
 
@@ -232,7 +237,7 @@ class JobSet(SortedSet):
         before you see it."""
         remaining = self.size
         while remaining > 0:
-            popped = self.run(lambda conn: conn.zpopmin(self.name, 1))
+            popped = cast(list[tuple[Member, float]], self.run(lambda conn: conn.zpopmin(self.name, 1)))
             if not popped:
                 return
             remaining -= 1
@@ -345,7 +350,7 @@ class DeadSet(JobSet):
         ``died`` / ``killed`` is told to this process's plugins."""
         member = _member(message)
         now = time.time()
-        self.run(lambda conn: conn.zadd(self.name, {member: now}))
+        self.run(lambda conn: _zadd(conn, self.name, member, now))
         if trim:
             self.trim(max_jobs=max_jobs, timeout=timeout)
         if notify_failure:
@@ -404,3 +409,9 @@ def api_kill_error() -> RuntimeError:
 
 
 __all__ = ["DeadSet", "JobSet", "RetrySet", "ScheduledSet", "SortedEntry", "SortedSet", "scan_pattern"]
+
+
+def _zadd(conn: Any, name: str, member: Member, score: float) -> int:
+    """``ZADD`` one member with its exact bytes. redis-py's annotations want
+    str members; Redis takes bytes as they are, which is the point here."""
+    return int(conn.zadd(name, {cast(str, member): score}))
