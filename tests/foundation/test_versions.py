@@ -158,3 +158,24 @@ def test_a_missing_version_file_fails_the_build(tree):
     (tree / "wurk-cron" / "VERSION").unlink()
     with pytest.raises(FileNotFoundError, match="VERSION"):
         stamped("wurk-cron", tree)
+
+
+def test_core_imports_no_feature_package():
+    """Core knows features only through its hooks: no module of ``wurk``
+    imports one, so a feature can be missing, disabled or of any version."""
+    features = {name.replace("-", "_") for name in FEATURES}
+    offenders = []
+    for path in sorted((PACKAGES / "wurk-core" / "src").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            else:
+                continue
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno}: {module}"
+                for module in modules
+                if module.split(".")[0] in features
+            ]
+    assert not offenders, offenders
