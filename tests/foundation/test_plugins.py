@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import socket
 import subprocess
@@ -303,3 +304,52 @@ def test_a_hand_registered_plugin_is_checked_the_same_way():
         plugins.register(Garbled(), name="garbled")
     assert not plugins.is_enabled("future")
     assert not plugins.is_enabled("garbled")
+
+
+def test_the_typed_caller_has_one_method_per_registration_and_notification_hook():
+    from wurk import hookspecs
+    from wurk.plugins import HookCaller
+
+    specs = {name.removeprefix("wurk_") for name in dir(hookspecs) if name.startswith("wurk_")}
+    expected = specs - set(hookspecs.LIFECYCLE_EVENTS) - {"addhooks"}
+    methods = {name for name in vars(HookCaller) if not name.startswith("_")}
+    assert methods == expected
+    for name in expected:
+        spec = inspect.signature(getattr(hookspecs, f"wurk_{name}"))
+        method = inspect.signature(getattr(HookCaller, name))
+        assert list(method.parameters)[1:] == list(spec.parameters), name
+        assert method.return_annotation == "None", name
+
+
+def test_core_calls_its_hooks_only_through_the_typed_caller():
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "packages").glob("*/src/**/*.py"))
+        if path.name != "plugins.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if ".hook.wurk_" in line
+    ]
+    assert offenders == []
+
+
+def test_job_outcome_through_the_typed_caller_is_contained(config):
+    heard = []
+
+    class Failing:
+        @wurk.hookimpl
+        def wurk_job_outcome(self, outcome):
+            raise RuntimeError("listener broke")
+
+    class Listening:
+        @wurk.hookimpl
+        def wurk_job_outcome(self, outcome, config):
+            heard.append((outcome, config))
+
+    errors = []
+    config.error_handlers.append(lambda exc, context, cfg: errors.append((str(exc), context["context"])))
+    config.plugins.register(Failing(), name="failing")
+    config.plugins.register(Listening(), name="listening")
+    marker = object()
+    config.plugins.call.job_outcome(marker, config)  # type: ignore[arg-type]
+    assert heard == [(marker, config)]
+    assert errors == [("listener broke", "plugin failing on wurk_job_outcome")]

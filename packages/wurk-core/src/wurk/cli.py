@@ -316,7 +316,7 @@ def build(config: Config | None = None) -> click.Group:
     click.version_option(__version__, "-V", "--version", prog_name="wurk", message="%(prog)s %(version)s")(group)
     for command in _core_commands():
         group.add_command(command)
-    config.plugins.hook.wurk_register_commands(cli=group)
+    config.plugins.call.register_commands(group)
     return group
 
 

@@ -648,9 +648,8 @@ class Config:
                 from wurk.plugins import Plugins
 
                 self._plugins = Plugins(self._options["disabled_plugins"])
-                hook = self._plugins.hook
-                self._configure_plugins(hook)
-                hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
+                self._configure_plugins(self._plugins)
+                self._plugins.call.register_middleware(self._client_chain, self._server_chain, self)
             return self._plugins
 
     def use_plugins(self, plugins: Plugins) -> None:
@@ -659,15 +658,15 @@ class Config:
             self._plugins = plugins
             self._scripts = None
             self._job_options_registry = None
-        self._configure_plugins(plugins.hook)
-        plugins.hook.wurk_register_middleware(client=self._client_chain, server=self._server_chain, config=self)
+        self._configure_plugins(plugins)
+        plugins.call.register_middleware(self._client_chain, self._server_chain, self)
 
-    def _configure_plugins(self, hook: Any) -> None:
+    def _configure_plugins(self, plugins: Plugins) -> None:
         """Run ``wurk_configure``; the keys plugins write there are theirs, so
         they count as known options from then on."""
         self._declaring = True
         try:
-            hook.wurk_configure(config=self)
+            plugins.call.configure(self)
         finally:
             self._declaring = False
 
@@ -676,7 +675,7 @@ class Config:
         with self._lock:
             if self._scripts is None:
                 registry = ScriptRegistry()
-                self.plugins.hook.wurk_register_scripts(scripts=registry)
+                self.plugins.call.register_scripts(registry)
                 self._scripts = registry
             return self._scripts
 
@@ -685,7 +684,7 @@ class Config:
         with self._lock:
             if self._job_options_registry is None:
                 registry = OptionRegistry()
-                self.plugins.hook.wurk_register_options(options=registry)
+                self.plugins.call.register_options(registry)
                 self._job_options_registry = registry
             return self._job_options_registry
 

@@ -27,11 +27,23 @@ implementation at a time by :meth:`wurk.plugins.Plugins.fire`, in registration
 order, so a plugin that raises is reported and the others still run;
 ``quiet``, ``shutdown`` and ``exit`` run in reverse order. ``wurk_job_outcome``
 is contained the same way, by :meth:`wurk.plugins.Plugins.notify`.
+
+Core calls the registration hooks and ``wurk_job_outcome`` through one typed
+wrapper, :class:`wurk.plugins.HookCaller`, reached as ``config.plugins.call``
+(``config.plugins.call.register_scripts(registry)``): one method per hook,
+returning None, so every call site is checked against the arguments below.
+``plugins.hook``, pluggy's untyped relay, is left for the hooks plugins offer
+one another through ``wurk_addhooks``.
+
+``wurk_register_web(app)`` receives a :class:`wurk.web.WebRegistry`
+(``add_page``, ``add_api``, ``add_static``), a protocol defined in core so
+that a feature package adds dashboard pages without importing ``wurk_web``.
+It is provisional until the dashboard lands.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
@@ -43,6 +55,7 @@ if TYPE_CHECKING:
     from wurk.options import OptionRegistry
     from wurk.outcomes import Outcome
     from wurk.scripts import ScriptRegistry
+    from wurk.web import WebRegistry
 
 PROJECT = "wurk"
 
@@ -119,11 +132,13 @@ def wurk_register_commands(cli: click.Group) -> None:
 
 
 @hookspec
-def wurk_register_web(app: Any) -> None:
-    """Add dashboard pages and JSON API routes.
+def wurk_register_web(app: WebRegistry) -> None:
+    """Add dashboard pages, JSON API routes and static files.
 
-    ``app`` is the dashboard's registry object, provided by ``wurk-web``; the
-    hook is never called when the dashboard is not installed.
+    ``app`` is the dashboard's registry object, provided by ``wurk-web`` and
+    described by :class:`wurk.web.WebRegistry` (provisional until the
+    dashboard lands); the hook is never called when the dashboard is not
+    installed.
     """
 
 

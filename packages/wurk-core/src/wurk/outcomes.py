@@ -137,7 +137,7 @@ def report(config: Config, outcome: Outcome, *, known_listening: bool = False) -
     running = _running.get()
     if running is not None and running.jid == outcome.jid:
         running.told = True
-    plugins.notify(HOOK, config, outcome=outcome)
+    plugins.call.job_outcome(outcome, config)
 
 
 __all__ = ["KINDS", "REASONS", "Kind", "Outcome", "Reason", "listening", "report"]

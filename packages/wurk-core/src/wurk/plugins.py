@@ -39,7 +39,14 @@ from wurk._version import __version__
 from wurk.errors import PluginError
 
 if TYPE_CHECKING:
+    import click
+
     from wurk.config import Config
+    from wurk.middleware import Chain
+    from wurk.options import OptionRegistry
+    from wurk.outcomes import Outcome
+    from wurk.scripts import ScriptRegistry
+    from wurk.web import WebRegistry
 
 #: The plugin API this core provides, as ``(major, minor)``. The major number
 #: goes up when a hook is removed or renamed, an argument renamed or dropped,
@@ -123,6 +130,46 @@ class PluginInfo:
     module: str
 
 
+class HookCaller:
+    """The typed way to call the registration and notification hooks.
+
+    Reached as ``plugins.call`` (``config.plugins.call.register_scripts(registry)``):
+    one method per hook of :mod:`wurk.hookspecs`, each a thin call through
+    pluggy, so that callers are type-checked against the hooks' arguments and
+    never handle pluggy's untyped results. Registration hooks let an
+    implementation's exception propagate (a plugin that cannot register
+    fails the start-up); ``job_outcome`` is contained, one implementation at a
+    time, by :meth:`Plugins.notify`. Lifecycle events go through
+    :meth:`Plugins.fire`.
+    """
+
+    __slots__ = ("_plugins",)
+
+    def __init__(self, plugins: Plugins) -> None:
+        self._plugins = plugins
+
+    def configure(self, config: Config) -> None:
+        self._plugins.manager.hook.wurk_configure(config=config)
+
+    def register_options(self, options: OptionRegistry) -> None:
+        self._plugins.manager.hook.wurk_register_options(options=options)
+
+    def register_middleware(self, client: Chain, server: Chain, config: Config) -> None:
+        self._plugins.manager.hook.wurk_register_middleware(client=client, server=server, config=config)
+
+    def register_scripts(self, scripts: ScriptRegistry) -> None:
+        self._plugins.manager.hook.wurk_register_scripts(scripts=scripts)
+
+    def register_commands(self, cli: click.Group) -> None:
+        self._plugins.manager.hook.wurk_register_commands(cli=cli)
+
+    def register_web(self, app: WebRegistry) -> None:
+        self._plugins.manager.hook.wurk_register_web(app=app)
+
+    def job_outcome(self, outcome: Outcome, config: Config) -> None:
+        self._plugins.notify("wurk_job_outcome", config, outcome=outcome)
+
+
 class Plugins:
     """The plugin manager of one Wurk configuration.
 
@@ -154,6 +201,8 @@ class Plugins:
         if entry_points:
             self._load_entry_points()
         self._validate()
+        #: The typed hook caller: ``plugins.call.register_scripts(registry)``.
+        self.call = HookCaller(self)
 
     def _load_entry_points(self) -> None:
         # pluggy's load_setuptools_entrypoints registers as it imports; the
@@ -180,7 +229,8 @@ class Plugins:
 
     @property
     def hook(self) -> Any:
-        """pluggy's hook relay, for ``plugins.hook.wurk_register_scripts(...)``."""
+        """pluggy's untyped hook relay, for hooks that plugins offer through
+        ``wurk_addhooks``; call core's own hooks through :attr:`call`."""
         return self._pm.hook
 
     @property
