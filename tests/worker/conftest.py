@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import WorkerPool
+from wurk.fetch import ReliableFetcher
+from wurk.identity import ProcessIdentity
 
 FAST = {
     "TEST_POLL_INTERVAL": "0.2",
@@ -19,3 +21,24 @@ def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
     pool = WorkerPool(redis_url, tmp_path, "tests.worker.worker_app", FAST)
     yield pool
     pool.stop_all()
+
+
+@pytest.fixture
+def fetcher_for(config):
+    """Makes fetchers on the test server (a short poll interval); their waiter
+    threads end after the test."""
+    made = []
+
+    def make(*queues, concurrency=1):
+        config.concurrency = concurrency
+        config.queues = list(queues)
+        config["fetch_poll_interval"] = 0.2
+        fetcher = ReliableFetcher(config.default_capsule, ProcessIdentity.current())
+        made.append(fetcher)
+        return fetcher
+
+    yield make
+    for fetcher in made:
+        fetcher.quiet()
+        for thread in fetcher._waiters:
+            thread.join(5)

@@ -17,26 +17,6 @@ from wurk.reaper import Reaper
 from wurk.scheduled import Poller, cleanup_processes
 
 
-@pytest.fixture
-def fetcher_for(config):
-    """Makes fetchers for the test; their waiter threads end after it."""
-    made = []
-
-    def make(*queues, concurrency=1):
-        config.concurrency = concurrency
-        config.queues = list(queues)
-        config["fetch_poll_interval"] = 0.2
-        fetcher = ReliableFetcher(config.default_capsule, ProcessIdentity.current())
-        made.append(fetcher)
-        return fetcher
-
-    yield make
-    for fetcher in made:
-        fetcher.quiet()
-        for thread in fetcher._waiters:
-            thread.join(5)
-
-
 def push(redis, queue, *jobs):
     """LPUSH jobs named by jid, in order: the first is the oldest, fetched first."""
     for job in jobs:

@@ -117,7 +117,7 @@ class JobRegistry:
             if not isinstance(job_class, type) or not callable(getattr(job_class, "perform", None)):
                 raise UnknownJobError(f"{name!r} is registered as {target!r}, which is not a job class")
             return job_class
-        defined = _defined_job_class(name)
+        defined = defined_job_class(name)
         if defined is not None:
             return defined
         return self._import(name)
@@ -182,7 +182,7 @@ class JobRegistry:
         )
 
 
-def _defined_job_class(name: str) -> type | None:
+def defined_job_class(name: str) -> type | None:
     """The job class already defined under wire name ``name``, if any.
 
     Walking the subclasses finds custom ``wire_name``s and ``@wurk.job``

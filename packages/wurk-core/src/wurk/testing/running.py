@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wurk import payload as wire
+from wurk.registry import defined_job_class
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -79,23 +80,9 @@ def resolve(name: str, config: Config | None = None) -> Any:
     script again would run it twice); anything else goes through the
     configuration's registry.
     """
-    defined = _defined_job_class(name)
+    defined = defined_job_class(name)
     if defined is not None:
         return defined
     return (config or default_config()).jobs.resolve(name)
 
 
-def _defined_job_class(name: str) -> type | None:
-    from wurk.job import Job
-
-    found: type | None = None
-    pending: list[type] = list(Job.__subclasses__())
-    while pending:
-        candidate = pending.pop(0)
-        pending.extend(candidate.__subclasses__())
-        try:
-            if wire.class_name(candidate) == name:
-                found = candidate  # the last one defined wins, as a re-definition would
-        except wire.InvalidJobError:
-            continue  # a class defined inside a function cannot be a job
-    return found
