@@ -84,5 +84,3 @@ def resolve(name: str, config: Config | None = None) -> Any:
     if defined is not None:
         return defined
     return (config or default_config()).jobs.resolve(name)
-
-
