@@ -28,7 +28,7 @@ import hashlib
 import re
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -164,13 +164,7 @@ class ScriptRegistry:
         """Run script ``name`` on ``client`` (a ``redis.Redis``) and return its reply."""
         script = self[name]
         script.check_keys(keys)
-        self._ensure_loaded(client, script)
-        try:
-            return client.evalsha(script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            self.forget(client.connection_pool)
-            self._load(client, script)
-            return client.evalsha(script.sha, len(keys), *keys, *args)
+        return self._reloading(script, client, lambda: client.evalsha(script.sha, len(keys), *keys, *args))
 
     def send(self, name: str, pool: RedisPool, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> Any:
         """:meth:`call` on a pool's raw send path (:meth:`RedisPool.send`): no
@@ -178,14 +172,19 @@ class ScriptRegistry:
         retried but ``NOSCRIPT``: the caller decides what a lost reply means."""
         script = self[name]
         script.check_keys(keys)
-        self._ensure_loaded(pool.client, script)
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        return self._reloading(script, pool.client, lambda: pool.send([command])[0])
+
+    def _reloading(self, script: Script, client: Any, run: Callable[[], Any]) -> Any:
+        """``run()`` with the script loaded into ``client``'s pool; a server that
+        lost its cache (``NOSCRIPT``: the call did nothing) gets it again, once."""
+        self._ensure_loaded(client, script)
         try:
-            return pool.send([command])[0]
+            return run()
         except NoScriptError:
-            self.forget(pool.connection_pool)
-            self._load(pool.client, script)
-            return pool.send([command])[0]
+            self.forget(client.connection_pool)
+            self._load(client, script)
+            return run()
 
     def queue(self, name: str, pipeline: Any, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> None:
         """Queue a call on a pipeline; the script is loaded beforehand if needed.
