@@ -4,6 +4,7 @@ Sidekiq's Redis protocol, so Python and Ruby processes can share one Redis."""
 from wurk import testing
 from wurk._version import __version__
 from wurk.client import Client
+from wurk.component import Component
 from wurk.config import Config
 from wurk.defaults import configure_client, configure_server, default_config, set_default_config
 from wurk.embed import configure_embed
@@ -30,6 +31,7 @@ __all__ = [
     "Client",
     "ClientMiddleware",
     "ComplexArgumentError",
+    "Component",
     "Config",
     "ConfigurationError",
     "FrozenConfigError",

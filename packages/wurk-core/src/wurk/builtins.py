@@ -11,13 +11,23 @@ from typing import TYPE_CHECKING, Any
 from wurk.hookspecs import hookimpl
 
 if TYPE_CHECKING:
+    from wurk.component import ComponentRegistry
     from wurk.middleware import Chain
+    from wurk.runtime import Runtime
     from wurk.scripts import ScriptRegistry
+    from wurk.settings import SettingRegistry
 
 
 @hookimpl
 def wurk_register_scripts(scripts: ScriptRegistry) -> None:
     scripts.register_package("wurk", namespace="core")
+
+
+@hookimpl
+def wurk_register_settings(settings: SettingRegistry) -> None:
+    from wurk.settings import declare_core_settings
+
+    declare_core_settings(settings)
 
 
 @hookimpl(tryfirst=True)
@@ -46,3 +56,27 @@ def wurk_exit(config: Any) -> None:
     from wurk.metrics import flush_at_exit
 
     flush_at_exit(config)
+
+
+@hookimpl(tryfirst=True)
+def wurk_register_components(components: ComponentRegistry, runtime: Runtime) -> None:
+    """Core's own threads: the heartbeat first, so the process is visible
+    before anything else acts; the health check last, so "ready" means all
+    the rest runs."""
+    from wurk.heartbeat import Heartbeat
+    from wurk.metrics.rollup import MetricsRollup
+    from wurk.reaper import Reaper
+    from wurk.scheduled import Poller
+
+    config = runtime.config
+    served = list(dict.fromkeys(name for capsule in config.capsules.values() for name in capsule.weights))
+    components.add(Heartbeat(runtime))
+    components.add(Poller(config))
+    components.add(Reaper(config, runtime.identity, served))
+    components.add(runtime.leader)
+    components.add(MetricsRollup(config))  # acts only while this process leads
+    options = config.option("health_check_options")
+    if options:
+        from wurk.health import HealthCheck
+
+        components.add(HealthCheck(runtime, **options), last=True)

@@ -18,44 +18,54 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from wurk.component import Component
+
 if TYPE_CHECKING:
-    from wurk.launcher import Launcher
+    from wurk.runtime import Runtime
 
 
-class HealthCheck:
-    def __init__(self, launcher: Launcher, port: int, bind: str = "0.0.0.0", ready_window: float = 30) -> None:
-        self.launcher = launcher
+class HealthCheck(Component):
+    name = "wurk-health"
+    context = "health check"
+
+    def __init__(self, runtime: Runtime, port: int, bind: str = "0.0.0.0", ready_window: float = 30) -> None:
+        super().__init__(runtime.config)
+        self.runtime = runtime
         self.ready_window = ready_window
+        # Bound here, at boot, so that a port in use fails the start, not a thread.
         self.server = ThreadingHTTPServer((bind, port), _handler_for(self))
         self.server.daemon_threads = True
-        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
         return int(self.server.server_address[1])
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self.server.serve_forever, name="wurk-health", daemon=True)
-        self._thread.start()
+    def run(self) -> None:
+        self.server.serve_forever(poll_interval=0.2)
 
-    def stop(self) -> None:
-        self.server.shutdown()
+    def wake(self) -> None:
+        # ``shutdown`` waits for the accept loop to end, and forever if it never
+        # began: from a thread of its own, so a stop request never blocks.
+        if self.running:
+            threading.Thread(target=self.server.shutdown, name="wurk-health-stop", daemon=True).start()
+
+    def finish(self) -> None:
         self.server.server_close()
 
     def live(self) -> tuple[int, dict[str, Any]]:
-        launcher = self.launcher
-        if launcher.stopped:
+        runtime = self.runtime
+        if runtime.stopping:
             return 503, {"status": "stopping"}
-        if launcher.quieted:
+        if runtime.quieted:
             return 503, {"status": "quiet"}
         return 200, {"status": "live"}
 
     def ready(self) -> tuple[int, dict[str, Any]]:
         try:
-            self.launcher.config.redis_pool.execute(lambda conn: conn.ping())
+            self.config.redis_pool.execute(lambda conn: conn.ping())
         except Exception as exc:
             return 503, {"status": "redis unreachable", "error": str(exc)}
-        beat = self.launcher.heartbeat.last_beat if self.launcher.heartbeat else None
+        beat = self.runtime.last_beat
         if beat is None or time.time() - beat > self.ready_window:
             return 503, {"status": "heartbeat stale", "last_beat": beat}
         return 200, {"status": "ready", "last_beat": beat}

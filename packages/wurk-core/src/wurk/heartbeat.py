@@ -21,16 +21,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk._version import __version__
-from wurk.component import BackgroundThread
+from wurk.component import Component
 
 if TYPE_CHECKING:
-    from wurk.launcher import Launcher
+    from wurk.runtime import Runtime
 
 BEAT_PAUSE = 10.0
 #: Seconds between two wakes of the heartbeat thread between beats.
@@ -51,16 +50,14 @@ def rss_kb() -> int:
     return 0
 
 
-class Heartbeat(BackgroundThread):
-    thread_name = "wurk-heartbeat"
+class Heartbeat(Component):
+    name = "wurk-heartbeat"
+    interval = TICK
 
-    def __init__(self, launcher: Launcher, on_signal: Callable[[str], None]) -> None:
-        self.launcher = launcher
-        self.config = launcher.config
-        self.identity = launcher.identity.identity
-        self.on_signal = on_signal
-        super().__init__()
-        self.last_beat: float | None = None
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__(runtime.config)
+        self.runtime = runtime
+        self.identity = runtime.identity.identity
         self._info = json.dumps(self.info(), separators=(",", ":"), ensure_ascii=False)
         self._pause = float(self.config.option("heartbeat_interval", BEAT_PAUSE))
         self._next_beat = 0.0
@@ -73,9 +70,9 @@ class Heartbeat(BackgroundThread):
         labels = sorted(str(label) for label in self.config.option("labels") or ())
         queues = list(dict.fromkeys(name for capsule in capsules.values() for name in capsule.weights))
         return {
-            "hostname": self.launcher.identity.hostname,
-            "started_at": self.launcher.started_at,
-            "pid": self.launcher.identity.pid,
+            "hostname": self.runtime.identity.hostname,
+            "started_at": self.runtime.started_at,
+            "pid": self.runtime.identity.pid,
             "tag": self.config.option("tag") or "",
             "concurrency": self.config.total_concurrency,  # read by Sidekiq 7's Web UI
             "capsules": {
@@ -87,21 +84,35 @@ class Heartbeat(BackgroundThread):
             "labels": labels,
             "identity": self.identity,
             "version": __version__,
-            "embedded": bool(self.launcher.embedded),
+            "embedded": bool(self.runtime.embedded),
         }
+
+    @property
+    def last_beat(self) -> float | None:
+        return self.runtime.last_beat
 
     def start(self) -> None:
         self.beat()  # the first beat before any job runs: the process is visible at once
         super().start()
 
-    def _run(self) -> None:
-        while not self.wait(max(0.0, min(TICK, self._next_beat - time.monotonic()))):
-            self.tick()
+    def first_wait(self) -> float:
+        return self.next_wait()
+
+    def next_wait(self) -> float:
+        return min(TICK, self._next_beat - time.monotonic())
+
+    def finish(self) -> None:
+        """The counters' last flush, the last beat (showing quiet), then leave."""
+        try:
+            self.flush_stats()
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": "final stats flush"})
+        self.beat_quiet_then_clear()
 
     def tick(self) -> None:
         """One wake: the beat when it is due (or the process was just
         quieted), else the counters, or a ping while Redis is unreachable."""
-        if time.monotonic() >= self._next_beat or self.launcher.quieted != self._quiet_shown:
+        if time.monotonic() >= self._next_beat or self.runtime.quieted != self._quiet_shown:
             self.beat()
             return
         try:
@@ -121,7 +132,7 @@ class Heartbeat(BackgroundThread):
         self._next_beat = time.monotonic() + self._pause
         # Taken before the beat, so that a beat which fails is not retried
         # every second: the regular cadence (or the end of an outage) will.
-        self._quiet_shown = self.launcher.quieted
+        self._quiet_shown = self.runtime.quieted
         try:
             self._beat()
         except Exception as exc:
@@ -132,14 +143,14 @@ class Heartbeat(BackgroundThread):
 
     def _beat(self) -> None:
         self.flush_stats()
-        for manager in self.launcher.managers:
+        for manager in self.runtime.managers:
             manager.fetcher.flush_acks()
         self._write_work()
         pool = self.config.redis_pool
         started = time.perf_counter()
         pool.execute(lambda conn: conn.ping())
         rtt_us = int((time.perf_counter() - started) * 1_000_000)
-        busy = sum(manager.busy() for manager in self.launcher.managers)
+        busy = sum(manager.busy() for manager in self.runtime.managers)
         quiet = self._quiet_shown
         fields = {
             "info": self._info,
@@ -161,16 +172,16 @@ class Heartbeat(BackgroundThread):
             return pipe.execute()
 
         _, existed, _, _, signal = pool.execute(write)
-        self.last_beat = time.time()
+        self.runtime.last_beat = time.time()
         self.config.outage_log.recovered()
         if not existed:
             self.config.fire_event("heartbeat")
         self.config.fire_event("beat")
         if signal:
-            self.on_signal(signal.decode() if isinstance(signal, bytes) else signal)
+            self.runtime.on_signal(signal.decode() if isinstance(signal, bytes) else signal)
 
     def flush_stats(self) -> None:
-        processed, failed, expired = self.launcher.stats.swap()
+        processed, failed, expired = self.runtime.stats.swap()
         if not (processed or failed or expired):
             return
         day = datetime.now(UTC).strftime("%Y-%m-%d")
@@ -190,14 +201,14 @@ class Heartbeat(BackgroundThread):
         try:
             self.config.redis_pool.execute(write)
         except Exception:
-            self.launcher.stats.restore(processed, failed, expired)
+            self.runtime.stats.restore(processed, failed, expired)
             raise
 
     def _write_work(self) -> None:
         work_key = keys.process_work(self.identity)
         entries = {
             thread_id: json.dumps(state, separators=(",", ":"), ensure_ascii=False)
-            for thread_id, state in list(self.launcher.work_state.items())
+            for thread_id, state in list(self.runtime.work_state.items())
         }
 
         def write(conn: Any) -> None:

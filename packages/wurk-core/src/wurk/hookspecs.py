@@ -50,12 +50,16 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from wurk.component import ComponentRegistry
     from wurk.config import Config
     from wurk.middleware import Chain
     from wurk.options import OptionRegistry
     from wurk.outcomes import Outcome
+    from wurk.runtime import Runtime
     from wurk.scripts import ScriptRegistry
+    from wurk.settings import SettingRegistry
     from wurk.web import WebRegistry
+    from wurk.writers import PushWriterRegistry
 
 PROJECT = "wurk"
 
@@ -123,6 +127,42 @@ def wurk_register_scripts(scripts: ScriptRegistry) -> None:
 
     Script names are namespaced (``"batches.complete"``); the registry loads
     each script lazily, once per connection pool.
+    """
+
+
+@hookspec
+def wurk_register_settings(settings: SettingRegistry) -> None:
+    """Declare the configuration settings this plugin owns, with their
+    defaults and validation (``settings.add("memory_limit_mb", default=None,
+    check=...)``).
+
+    A declared setting is a known option: ``config["memory_limit_mb"]`` reads
+    its default until set, a bad value is refused when it is set, and a key
+    that is close to it is reported as a likely misspelling.
+    """
+
+
+@hookspec
+def wurk_register_push_writers(writers: PushWriterRegistry, config: Config) -> None:
+    """Take over how some payloads reach Redis (``writers.add(writer)``).
+
+    Every write path (the client and bulk pushes, the transaction-aware
+    client, the outage buffer, both scheduled-job promoters) routes each
+    payload, after the client middleware, to the first writer that claims it,
+    and to core's own pipelined write otherwise. A writer may also declare its
+    payloads not replayable, so that they are never held back in the outage
+    buffer nor deferred to a database commit. See :mod:`wurk.writers`.
+    """
+
+
+@hookspec
+def wurk_register_components(components: ComponentRegistry, runtime: Runtime) -> None:
+    """Add background components to a worker process (``components.add(c)``).
+
+    Called once per worker process, after ``startup``, with the process's
+    :class:`wurk.runtime.Runtime`. Components start in registration order
+    (core's heartbeat first, its health check last) and stop in reverse,
+    within the shutdown timeout. See :class:`wurk.component.Component`.
     """
 
 

@@ -1,13 +1,16 @@
-"""The launcher: one worker process's components, started and stopped in order.
+"""The launcher: one worker process's parts, started and stopped in order.
 
 ``run`` freezes the configuration, fires ``startup`` (whose failure aborts the
-boot), sends the first heartbeat, and starts a manager per capsule, the
-scheduler, the reaper, the leader election and, last, the health check.
+boot), builds the :class:`wurk.runtime.Runtime`, asks every plugin (core
+first) for its components, starts them (the heartbeat's first beat makes the
+process visible before any job is fetched; the health check comes last), and
+then a manager per capsule.
 
 Stopping has two phases. ``quiet`` stops fetching new jobs (one-way: a quiet
-process never fetches again). ``stop`` then fires ``shutdown``, lets running
-jobs finish until the ``timeout`` deadline, gives everything still unfinished
-back to its queue, leaves the ``processes`` set, and fires ``exit``.
+process never fetches again) and tells the components. ``stop`` then fires
+``shutdown``, lets running jobs finish until the ``timeout`` deadline, gives
+everything still unfinished back to its queue, stops the components within
+what is left of the deadline (a few seconds at least), and fires ``exit``.
 """
 
 from __future__ import annotations
@@ -19,18 +22,22 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wurk.heartbeat import Heartbeat
+from wurk.component import Component, ComponentRegistry
 from wurk.identity import ProcessIdentity
 from wurk.leader import SERVICE as LEADER_SERVICE
 from wurk.leader import Leader
 from wurk.loop import LoopRunner
 from wurk.manager import Manager
 from wurk.processor import ProcessStats
-from wurk.reaper import Reaper
-from wurk.scheduled import Poller
+from wurk.runtime import Runtime
 
 if TYPE_CHECKING:
     from wurk.config import Config
+    from wurk.heartbeat import Heartbeat
+
+#: Seconds the components get to stop even when the jobs used the whole
+#: shutdown timeout: enough for the final beat and the leader's release.
+COMPONENT_GRACE = 3.0
 
 
 class Launcher:
@@ -42,86 +49,89 @@ class Launcher:
         on_signal: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config
-        self.embedded = embedded
-        self.identity = ProcessIdentity.current()
+        identity = ProcessIdentity.current()
         if not config.frozen:
-            config["identity"] = self.identity.identity
-        self.started_at = time.time()
-        self.stats = ProcessStats()
-        config.register("process_stats", self.stats)
-        self.work_state: dict[str, Any] = {}
-        self.loop = LoopRunner()
-        self.quieted = False
-        self.stopped = False
-        self._lock = threading.Lock()
-        self._on_signal = on_signal or (lambda name: None)
-        self.managers: list[Manager] = []
-        self.heartbeat: Heartbeat | None = None
-        self.poller: Poller | None = None
-        self.leader = Leader(config, self.identity.identity)
+            config["identity"] = identity.identity
+        self.leader = Leader(config, identity.identity)
         config.register(LEADER_SERVICE, self.leader)  # read through wurk.leader.leadership(config)
-        self.health: Any = None
-        self.extras: list[Any] = []
+        self.runtime = Runtime(
+            config=config,
+            identity=identity,
+            leader=self.leader,
+            stats=ProcessStats(),
+            loop=LoopRunner(),
+            embedded=embedded,
+            on_signal=on_signal or (lambda name: None),
+        )
+        config.register("process_stats", self.runtime.stats)
+        self.components = ComponentRegistry()
+
+    # The runtime's parts under the names callers knew before it existed.
+    @property
+    def identity(self) -> ProcessIdentity:
+        return self.runtime.identity
+
+    @property
+    def embedded(self) -> bool:
+        return self.runtime.embedded
+
+    @property
+    def managers(self) -> list[Manager]:
+        return self.runtime.managers
+
+    @property
+    def quieted(self) -> bool:
+        return self.runtime.quieted
+
+    @property
+    def stopped(self) -> bool:
+        return self.runtime.stopping
+
+    @property
+    def heartbeat(self) -> Heartbeat | None:
+        from wurk.heartbeat import Heartbeat
+
+        found = self.components.named(Heartbeat.name)
+        return found if isinstance(found, Heartbeat) else None
 
     def run(self) -> None:
-        """Boot every component; returns once they run in their own threads."""
-        config = self.config
+        """Boot everything; returns once it all runs in its own threads."""
+        config, runtime = self.config, self.runtime
         for capsule in config.capsules.values():
             capsule.prepare()
         _ = config.scripts, config.job_options  # load the plugins before freezing
         config.freeze()
         config.fire_event("startup", reraise=True)
-        self.identity.register()
-        self.managers = [
-            Manager(capsule, self.identity, self.stats, self.work_state, self.loop)
+        runtime.identity.register()
+        runtime.managers[:] = [
+            Manager(capsule, runtime.identity, runtime.stats, runtime.work_state, runtime.loop)
             for capsule in config.capsules.values()
         ]
-        self.heartbeat = Heartbeat(self, self._on_signal)
-        self.heartbeat.start()
-        for manager in self.managers:
+        config.plugins.call.register_components(self.components, runtime)
+        for component in self.components:
+            component.start()
+        for manager in runtime.managers:
             manager.start()
-        self.poller = Poller(config)
-        self.poller.start()
-        served = list(dict.fromkeys(name for capsule in config.capsules.values() for name in capsule.weights))
-        reaper = Reaper(config, self.identity, served)
-        reaper.start()
-        self.leader.start()
-        from wurk.metrics.rollup import MetricsRollup
-
-        rollup = MetricsRollup(config)  # acts only while this process leads
-        rollup.start()
-        self.extras += [reaper, self.leader, rollup]
-        options = config.option("health_check_options")
-        if options:  # last, so "ready" means everything above is running
-            from wurk.health import HealthCheck
-
-            self.health = HealthCheck(self, **options)
-            self.health.start()
-            self.extras.append(self.health)
         config.logger.info(
             "Wurk %s starting %s threads on %s",
-            self.identity.identity,
+            runtime.identity.identity,
             config.total_concurrency,
             ", ".join(f"{name}={c.queue_specs}" for name, c in config.capsules.items()),
         )
 
     def quiet(self) -> None:
-        with self._lock:
-            if self.quieted:
-                return
-            self.quieted = True
+        if not self.runtime.mark_quiet():
+            return
         self.config.logger.info("quieting: no new jobs will be fetched")
         for manager in self.managers:
             manager.quiet()
-        if self.poller is not None:
-            self.poller.stop()
+        for component in self.components:
+            self._guarded(component, component.quiet)
         self.config.fire_event("quiet")
 
     def stop(self) -> None:
-        with self._lock:
-            if self.stopped:
-                return
-            self.stopped = True
+        if not self.runtime.mark_stopping():
+            return
         deadline = time.monotonic() + float(self.config["timeout"])
         self.quiet()
         self.config.fire_event("shutdown")
@@ -133,22 +143,30 @@ class Launcher:
                 self.config.handle_exception(exc, {"context": "shutdown requeue"})
         if requeued:
             self.config.logger.info("gave %s unfinished job(s) back to their queues", requeued)
-        for extra in reversed(self.extras):
-            try:
-                extra.stop()
-            except Exception as exc:
-                self.config.handle_exception(exc, {"context": f"stopping {type(extra).__name__}"})
-        if self.heartbeat is not None:
-            self.heartbeat.stop()
-            try:
-                self.heartbeat.flush_stats()
-            except Exception as exc:
-                self.config.handle_exception(exc, {"context": "final stats flush"})
-            self.heartbeat.beat_quiet_then_clear()
-        self.loop.stop()
-        self.identity.unregister()
+        self._stop_components(max(deadline, time.monotonic() + COMPONENT_GRACE))
+        self.runtime.loop.stop()
+        self.runtime.identity.unregister()
         self.config.fire_event("exit")
         self.config.logger.info("bye")
+
+    def _stop_components(self, deadline: float) -> None:
+        """Ask all to stop at once, then wait for each within one deadline, so
+        that one slow component does not eat the others' time."""
+        components = list(reversed(list(self.components)))
+        for component in components:
+            self._guarded(component, component.request_stop)
+        for component in components:
+            if not component.join(deadline):
+                self.config.logger.warning(
+                    "component %s did not stop within the shutdown timeout; leaving it behind", component.name
+                )
+            self._guarded(component, component.finish)
+
+    def _guarded(self, component: Component, action: Callable[[], Any]) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self.config.handle_exception(exc, {"context": f"stopping {component.name}"})
 
     def dump_threads(self) -> None:
         """Log every thread's stack (TTIN)."""

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wurk import env, keys
-from wurk.component import BackgroundThread
+from wurk.component import Component
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -48,11 +48,12 @@ class Leadership:
 NOT_LEADING = Leadership(False, None)
 
 
-class Leader(BackgroundThread):
-    thread_name = "wurk-leader"
+class Leader(Component):
+    name = "wurk-leader"
+    context = "leader election"
 
     def __init__(self, config: Config, identity: str) -> None:
-        self.config = config
+        super().__init__(config)
         self.identity = identity
         self.ttl = int(config.option("leader_ttl", 30))
         self.renew_interval = float(config.option("leader_renew_interval", 15))
@@ -64,7 +65,6 @@ class Leader(BackgroundThread):
         # lease ran out while the process was stopped or Redis was unreachable.
         self._promoted = False
         self._lock = threading.Lock()
-        super().__init__()
 
     def leads(self) -> bool:
         """True while promoted and the last claim or renewal is within the TTL.
@@ -92,18 +92,23 @@ class Leader(BackgroundThread):
             return
         super().start()
 
-    def _run(self) -> None:
-        while not self.stopping:
-            try:
-                self.campaign()
-            except Exception as exc:
-                self.config.handle_exception(exc, {"context": "leader election"})
-                if self._promoted and not self.leads():
-                    # Unreachable until the lease ran out: someone else may lead now.
-                    self._lose("the lease ran out before a renewal got through")
-            wait = self.renew_interval if self._promoted else self.follower_interval
-            if self.wait(wait):
-                return
+    def first_wait(self) -> float:
+        return 0.0
+
+    def next_wait(self) -> float:
+        return self.renew_interval if self._promoted else self.follower_interval
+
+    def backed_off(self, wait: float) -> float:
+        return wait  # a renewal must not wait out its own lease
+
+    def tick(self) -> None:
+        try:
+            self.campaign()
+        except Exception:
+            if self._promoted and not self.leads():
+                # Unreachable until the lease ran out: someone else may lead now.
+                self._lose("the lease ran out before a renewal got through")
+            raise
 
     def campaign(self) -> bool:
         """One round: renew if promoted, else try to take the lock."""
@@ -145,8 +150,8 @@ class Leader(BackgroundThread):
         self.config.logger.info("lost leadership (token %s): %s", token, why)
         self.config.fire_event("leader_lost")
 
-    def stop(self) -> None:
-        super().stop()
+    def finish(self) -> None:
+        """Release the lock at shutdown, so a follower takes over at once."""
         if not self._promoted:
             return
         try:

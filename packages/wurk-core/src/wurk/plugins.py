@@ -41,12 +41,16 @@ from wurk.errors import PluginError
 if TYPE_CHECKING:
     import click
 
+    from wurk.component import ComponentRegistry
     from wurk.config import Config
     from wurk.middleware import Chain
     from wurk.options import OptionRegistry
     from wurk.outcomes import Outcome
+    from wurk.runtime import Runtime
     from wurk.scripts import ScriptRegistry
+    from wurk.settings import SettingRegistry
     from wurk.web import WebRegistry
+    from wurk.writers import PushWriterRegistry
 
 #: The plugin API this core provides, as ``(major, minor)``. The major number
 #: goes up when a hook is removed or renamed, an argument renamed or dropped,
@@ -57,7 +61,7 @@ if TYPE_CHECKING:
 #: A major bump ships only in a core release outside the compatible range the
 #: feature distributions require (the next minor before 1.0, the next major
 #: after), so pip and this check agree.
-PLUGIN_API: tuple[int, int] = (1, 1)  # 1.1: wurk_job_outcome
+PLUGIN_API: tuple[int, int] = (1, 2)  # 1.1: wurk_job_outcome; 1.2: settings, push writers, components
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
@@ -159,6 +163,15 @@ class HookCaller:
 
     def register_scripts(self, scripts: ScriptRegistry) -> None:
         self._plugins.manager.hook.wurk_register_scripts(scripts=scripts)
+
+    def register_settings(self, settings: SettingRegistry) -> None:
+        self._plugins.manager.hook.wurk_register_settings(settings=settings)
+
+    def register_push_writers(self, writers: PushWriterRegistry, config: Config) -> None:
+        self._plugins.manager.hook.wurk_register_push_writers(writers=writers, config=config)
+
+    def register_components(self, components: ComponentRegistry, runtime: Runtime) -> None:
+        self._plugins.manager.hook.wurk_register_components(components=components, runtime=runtime)
 
     def register_commands(self, cli: click.Group) -> None:
         self._plugins.manager.hook.wurk_register_commands(cli=cli)

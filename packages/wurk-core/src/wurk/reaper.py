@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import keys, outcomes
 from wurk import payload as wire
-from wurk.component import BackgroundThread
+from wurk.component import Component
 from wurk.identity import live_nonces, parse_private_queue
 from wurk.outcomes import Outcome
 from wurk.scripts import Arg
@@ -54,27 +54,27 @@ FULL_INTERVAL = 3600
 RECLAIM_BATCH = 100
 
 
-class Reaper(BackgroundThread):
-    thread_name = "wurk-reaper"
+class Reaper(Component):
+    name = "wurk-reaper"
+    context = "reaper"
 
     def __init__(self, config: Config, identity: ProcessIdentity, queues: list[str]) -> None:
-        self.config = config
+        super().__init__(config)
         self.identity = identity
         self.queues = queues
         self.interval = float(config.option("super_fetch_reaper_interval", 60))
-        super().__init__()
         self._last_full = float("-inf")  # the first periodic pass may sweep everything
+        self._booted = False
 
-    def _run(self) -> None:
-        self._guarded(self.sweep)  # the boot sweep: no lock, our dead sibling's jobs come back now
-        while not self.wait(self.interval):
-            self._guarded(self.periodic)
+    def first_wait(self) -> float:
+        return 0.0
 
-    def _guarded(self, action: Any) -> None:
-        try:
-            action()
-        except Exception as exc:
-            self.config.handle_exception(exc, {"context": "reaper"})
+    def tick(self) -> None:
+        if not self._booted:
+            self._booted = True
+            self.sweep()  # the boot sweep: no lock, our dead sibling's jobs come back now
+        else:
+            self.periodic()
 
     def periodic(self) -> int:
         conn = self.config.redis_pool.client

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from wurk import keys
 from wurk import payload as wire
 from wurk.client import Client
-from wurk.component import BackgroundThread
+from wurk.component import Component
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -91,32 +91,34 @@ class ReliableEnq(Enq):
         )
 
 
-class Poller(BackgroundThread):
-    thread_name = "wurk-scheduler"
+class Poller(Component):
+    name = "wurk-scheduler"
+    context = "scheduler"
 
     def __init__(self, config: Config) -> None:
-        self.config = config
-        super().__init__()
+        super().__init__(config)
         self.enq: Enq = ReliableEnq(config) if config.option("scheduled_enq") == "reliable" else Enq(config)
+        self._cleaned = False
 
-    def stop(self) -> None:
+    def quiet(self) -> None:
+        """A quiet process promotes nothing more: its jobs would run elsewhere
+        anyway, and the promotion is the one write that can lose a job."""
+        self.request_stop()
+
+    def wake(self) -> None:
         self.enq.done = True
-        super().stop()
 
-    def _run(self) -> None:
-        if self.wait(self.initial_wait()):
-            return
-        self.cleanup_processes()
-        while not self.stopping:
-            self.enqueue()
-            if self.wait(self.random_interval()):
-                return
+    def first_wait(self) -> float:
+        return self.initial_wait()
 
-    def enqueue(self) -> None:
-        try:
-            self.enq.enqueue_jobs()
-        except Exception as exc:
-            self.config.handle_exception(exc, {"context": "scheduler"})
+    def next_wait(self) -> float:
+        return self.random_interval()
+
+    def tick(self) -> None:
+        if not self._cleaned:
+            self._cleaned = True
+            self.cleanup_processes()
+        self.enq.enqueue_jobs()
 
     def average(self) -> float:
         configured = self.config.option("poll_interval_average")

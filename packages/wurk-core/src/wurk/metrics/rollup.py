@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from wurk import keys as core_keys
 from wurk import payload as wire
 from wurk.api._base import as_int, seconds_since, text
-from wurk.component import BackgroundThread
+from wurk.component import Component
 from wurk.leader import leadership
 from wurk.metrics import keys
 
@@ -45,31 +45,26 @@ SETTLE_SECONDS = 60
 BACKLOG_MINUTES = keys.ONE_MINUTE_TTL // 60
 
 
-class MetricsRollup(BackgroundThread):
+class MetricsRollup(Component):
     """A named thread that samples and rolls up while this process leads.
 
     It asks :func:`wurk.leader.leadership` at each tick rather than holding the
     leader, so any process with a registered leader gates it the same way."""
 
-    thread_name = "wurk-metrics-rollup"
+    name = "wurk-metrics-rollup"
+    context = "metrics rollup"
 
     def __init__(self, config: Config) -> None:
-        self.config = config
+        super().__init__(config)
         self.interval = float(config.option("metrics_rollup_interval", DEFAULT_INTERVAL))
         self.stream_cap = int(config.option("history_stream_cap", DEFAULT_STREAM_CAP))
-        super().__init__()
 
-    def _run(self) -> None:
-        while not self.wait(self.interval):
-            if leadership(self.config).leading:
-                try:
-                    self.tick()
-                except Exception as exc:
-                    self.config.handle_exception(exc, {"context": "metrics rollup"})
-
-    def tick(self, now: float | None = None) -> None:
-        """One round: a history sample, then the day totals of finished minutes."""
-        now = time.time() if now is None else now
+    def tick(self) -> None:
+        """One round, while this process leads: a history sample, then the
+        day totals of finished minutes."""
+        if not leadership(self.config).leading:
+            return
+        now = time.time()
         self.record_sample(now)
         self.roll_up(now)
 

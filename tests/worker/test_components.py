@@ -1,0 +1,126 @@
+"""Components: the worker's background threads, core's and plugins' alike.
+
+The first tests drive components in this process on the test server; the
+rest run real workers (``tests.worker.component_app``) whose plugin adds a
+component through ``wurk_register_components`` and records its life.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from tests.helpers import wait_for
+from tests.worker.component_app import Noted
+from wurk.component import Component, ComponentRegistry
+from wurk.launcher import COMPONENT_GRACE
+
+
+def lines(redis, pid: int) -> list[str]:
+    rows = [row.decode().split(" ", 1) for row in redis.lrange("components", 0, -1)]
+    return [what for who, what in rows if who == str(pid)]
+
+
+class Failing(Component):
+    name = "failing"
+    interval = 0.01
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.ticks: list[float] = []
+
+    def tick(self) -> None:
+        self.ticks.append(time.monotonic())
+        raise ConnectionError("the server is away")
+
+
+def test_a_failing_tick_is_reported_and_backs_off_instead_of_spinning(config):
+    reports: list[tuple[str, str]] = []
+    config.error_handlers.append(lambda exc, context, cfg: reports.append((str(exc), context["context"])))
+    component = Failing(config)
+    component.start()
+    time.sleep(3.5)
+    assert component.stop()
+    # waits of 1, 2, 4 s after the first failures, not 0.01 s: ticks at 0, 1, 3
+    assert 2 <= len(component.ticks) <= 4
+    gaps = [later - earlier for earlier, later in zip(component.ticks, component.ticks[1:], strict=False)]
+    assert gaps[0] >= 0.9
+    assert reports[0] == ("the server is away", "failing")
+    assert not component.running
+
+
+def test_stop_wakes_a_sleeping_component_at_once_and_finish_runs_last(config):
+    done: list[str] = []
+
+    class Sleepy(Component):
+        name = "sleepy"
+        interval = 3600.0
+
+        def tick(self) -> None:
+            done.append("tick")
+
+        def finish(self) -> None:
+            done.append(f"finish running={self.running}")
+
+    component = Sleepy(config)
+    component.start()
+    started = time.monotonic()
+    assert component.stop()
+    assert time.monotonic() - started < 1
+    assert done == ["finish running=False"]
+
+
+def test_the_registry_takes_components_only_once_and_keeps_last_ones_last(config):
+    registry = ComponentRegistry()
+    first, health, plugin = (Failing(config) for _ in range(3))
+    health.name, plugin.name = "health", "plugin"
+    registry.add(first)
+    registry.add(health, last=True)
+    registry.add(plugin)
+    assert [c.name for c in registry] == ["failing", "plugin", "health"]
+    assert registry.named("plugin") is plugin
+    with pytest.raises(ValueError, match="already registered"):
+        registry.add(plugin)
+    with pytest.raises(TypeError, match=r"takes a wurk.Component, got .*subclass wurk.Component"):
+        registry.add(threading.Thread())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def component_workers(config, redis_url, tmp_path):
+    from tests.helpers import WorkerPool
+    from tests.worker.conftest import FAST
+
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.component_app", FAST)
+    yield pool
+    pool.stop_all()
+
+
+def test_a_plugin_component_starts_before_jobs_hears_quiet_and_finishes_before_exit(component_workers, redis):
+    worker = component_workers.start("-c", "1")
+    wait_for(lambda: "tick" in lines(redis, worker.pid), timeout=30)
+    Noted.perform_async()
+    wait_for(lambda: "job" in lines(redis, worker.pid), timeout=30)
+    identity = redis.smembers("processes").pop().decode()
+    worker.signal(signal.SIGTSTP)
+    wait_for(lambda: "quiet True" in lines(redis, worker.pid), timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    seen = lines(redis, worker.pid)
+    assert seen == ["startup", f"start {identity}", "tick", "job", "quiet True", "shutdown", "finish True", "exit"]
+    assert redis.scard("processes") == 0  # the heartbeat, stopped last, still left
+
+
+def test_a_wedged_component_does_not_hold_the_process_past_its_timeout(component_workers, redis):
+    worker = component_workers.start("-c", "1", "-t", "1", env={"TEST_STUCK_COMPONENT": "1"})
+    wait_for(lambda: "stuck" in lines(redis, worker.pid) and "tick" in lines(redis, worker.pid), timeout=30)
+    started = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    took = time.monotonic() - started
+    assert took < 1 + COMPONENT_GRACE + 2  # the timeout, the components' grace, the exit
+    assert lines(redis, worker.pid)[-2:] == ["finish True", "exit"]
+    assert redis.scard("processes") == 0
+    assert "component stuck did not stop within the shutdown timeout" in worker.output()
