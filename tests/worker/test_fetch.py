@@ -80,10 +80,10 @@ def test_weighted_and_random_orders(fetcher_for):
 def test_one_round_trip_claims_for_every_waiting_thread(fetcher_for, redis):
     fetcher = fetcher_for("default", concurrency=4)
     push(redis, "default", *[f"j{n}" for n in range(6)])
-    fetcher._idle = 3  # three other threads are waiting too
+    fetcher.ledger.idle = 3  # three other threads are waiting too
     first = fetcher.retrieve_work()
     assert jid_of(first) == "j0"
-    assert len(fetcher._local) == 3
+    assert len(fetcher.ledger.local) == 3
     assert redis.llen(fetcher.identity.private_queue("default")) == 4
     assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["j1", "j2", "j3"]
 
@@ -104,7 +104,7 @@ def test_a_lost_reply_is_reconciled(fetcher_for, redis):
     push(redis, "default", "kept", "lost")
     kept = fetcher.retrieve_work()
     redis.lmove("queue:default", kept.private, "RIGHT", "LEFT")  # a claim whose reply never arrived
-    fetcher._suspect = True
+    fetcher.ledger.suspect = True
     assert fetcher.retrieve_work() is not None  # the reconcile put "lost" back, then fetched it
     assert redis.lrange(kept.private, 0, -1)[-1] == kept.job.encode()
 
@@ -194,7 +194,7 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     redis.set("super_fetch:recovered:once", 1)
     redis.set("super_fetch:recovered:twice", 2)
     running = f"super_fetch:running:{fetcher.identity.identity}"
-    fetcher._idle = 2  # claim for three threads at once
+    fetcher.ledger.idle = 2  # claim for three threads at once
     first = fetcher.retrieve_work()
     # "plain" is fetched first (oldest), "once" second and marked; "twice"
     # must run alone, so it goes back to the queue's tail.
@@ -212,7 +212,7 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     alone = fetcher.retrieve_work()  # nothing else held: now it may run, alone
     assert (jid_of(alone), alone.alone) == ("twice", True)
     push(redis, "default", "after")
-    assert fetcher._plan_claim() is None  # no claim while it runs
+    assert fetcher.ledger.plan(fetcher.prefetch) is None  # no claim while it runs
     alone.acknowledge()
     assert jid_of(fetcher.retrieve_work()) == "after"
 

@@ -11,41 +11,35 @@ To spend as few round trips as possible, one ``core.fetch`` script call
 carries the acknowledgements gathered since the last call and claims a job
 for every idle thread — and, while jobs take only milliseconds, more ahead.
 What this process holds in its private lists never exceeds twice its
-concurrency: a bound on the jobs that a crash hands back to be run again, and
-on the work a slow job's neighbours wait behind.
+concurrency.
 
-When every served queue is empty, idle threads wait here and *waiter*
-threads block on the queues (``BLMOVE``, which has no multi-key form): with k
-threads idle, up to k waiters on each queue, in ranks across the queues
-within the bound (see :meth:`ReliableFetcher.waiter_plan`). A job pushed to
-any queue is picked up at once, and a queue shared with other workers (a Ruby
-Sidekiq, whose idle threads all block on every queue) is shared fairly. With
-more queues than the bound allows claimers, the last waiters only watch their
-queue and wake a thread to claim.
+This module is that claim and the fetcher's public face; its parts live
+beside it, each with the why of its own rules:
 
-A claim whose reply is lost (a timeout, a dropped connection) is never
-retried blindly: the fetcher becomes *suspect*, and before its next claim it
-gives back every job in its private lists that no thread holds.
-
-Jobs the reaper recovered from a dead process are *suspects* of its crash
-(see :mod:`wurk.reaper`); the scripts mark them as running here while they
-run, and one recovered twice runs alone, so that only a job that really was
-running at a crash is counted towards a poison pill.
+* :mod:`wurk.fetch_claims`: the ledger all parts share under one lock (the
+  bound, the reservations, the claimed jobs no thread has started);
+* :mod:`wurk.fetch_waiters`: the threads that block on every queue while all
+  are empty, and their ``CLIENT UNBLOCK`` on a quiet;
+* :mod:`wurk.fetch_reconcile`: what happens after a lost reply, an abandoned
+  job, or at shutdown: every job no thread holds goes back;
+* :mod:`wurk.fetch_suspects`: jobs recovered from a crash, marked while they
+  run, one recovered twice running alone.
 """
 
 from __future__ import annotations
 
-import collections
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, cast
-
-from redis.exceptions import RedisError
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wurk import keys
+from wurk.fetch_claims import ClaimLedger
+from wurk.fetch_reconcile import Reconciler
+from wurk.fetch_suspects import apply_mark
+from wurk.fetch_waiters import PAUSED_CACHE_SECONDS, WAITER_PAUSE, Waiters
 from wurk.payload import exact as text
 from wurk.reaper import RECOVERY_TTL
 
@@ -54,10 +48,16 @@ if TYPE_CHECKING:
     from wurk.identity import ProcessIdentity
     from wurk.redis_pool import RedisPool
 
-PAUSED_CACHE_SECONDS = 1.0
+__all__ = [
+    "DEFAULT_POLL_INTERVAL",
+    "PAUSED_CACHE_SECONDS",
+    "WAITER_PAUSE",
+    "Fetcher",
+    "ReliableFetcher",
+    "UnitOfWork",
+]
+
 DEFAULT_POLL_INTERVAL = 2.0
-#: How long a waiter rests after a failed block or a suspect it had to give back.
-WAITER_PAUSE = 0.25
 
 
 @dataclass(eq=False)
@@ -130,43 +130,23 @@ class ReliableFetcher:
         self._mode = capsule.mode
         self._private = {name: identity.private_queue(name) for name in self._names}
         self._running_key = keys.running_suspects(identity.identity)
-        self._local: collections.deque[UnitOfWork] = collections.deque()
-        self._acks: list[UnitOfWork] = []
-        self._lock = threading.Lock()
-        #: Idle processor threads wait on this for a job a waiter claimed.
-        self._work = threading.Condition(self._lock)
-        #: A reconcile waits on this for claims to end, and claims for a reconcile.
-        self._turns = threading.Condition(self._lock)
-        #: Waiters wait on this for an idle thread with every queue empty.
-        self._wake = threading.Condition(self._lock)
-        #: The last claim found every queue empty: only then do waiters block.
-        self._empty = False
-        #: Jobs in this process's private lists, as far as it knows, plus the
-        #: claims in flight: what the bound is checked against.
-        self._held = 0
-        self._idle = 0
-        self._claims = 0
-        self._reconciling = False
-        self._suspect = False
-        self._suspect_gen = 0
-        self._alone: UnitOfWork | None = None
-        self._unmark: list[str] = []
-        #: Every claimed job not yet acknowledged or given back, by (private
-        #: list, job): what a reconcile must leave where it is.
-        self._outstanding: dict[tuple[str, str | bytes], UnitOfWork] = {}
-        self._paused: frozenset[str] = frozenset()
-        self._paused_at = 0.0
-        self._stopping = threading.Event()
-        self._waiters: list[threading.Thread] = []
-        #: One connection per waiter, so a quiet can unblock each by client id.
-        self._block_pools: dict[str, RedisPool] = {}
-        self._blocked_ids: dict[str, int | None] = {}
+        self.ledger = ClaimLedger(self.limit)
+        self.waiters = Waiters(capsule, self.ledger, self._private, self._running_key, self.poll_interval, self._unit)
+        self.reconciler = Reconciler(self.ledger, self.pool, self.scripts, self._private, self._running_key)
         #: How many jobs to claim beyond the threads waiting right now; the
         #: manager raises it while jobs are short, when claiming one job per
         #: round trip would leave the threads waiting on Redis.
         self.prefetch: Callable[[], int] = lambda: 0
 
-    # -- order and pause ------------------------------------------------------
+    # The waiters' threads and connections, by the names tests and fork
+    # checks have always used.
+    @property
+    def _waiters(self) -> list[threading.Thread]:
+        return self.waiters.threads
+
+    @property
+    def _block_pools(self) -> dict[str, RedisPool]:
+        return self.waiters.pools
 
     def queue_order(self) -> list[str]:
         """The queues in the order this fetch tries them."""
@@ -180,71 +160,43 @@ class ReliableFetcher:
         random.shuffle(expanded)
         return list(dict.fromkeys(expanded))
 
-    def _paused_queues(self, conn: Any) -> frozenset[str]:
-        now = time.monotonic()
-        if now - self._paused_at > PAUSED_CACHE_SECONDS:
-            members = conn.smembers(keys.PAUSED)
-            self._paused = frozenset(m.decode() if isinstance(m, bytes) else m for m in members)
-            self._paused_at = now
-        return self._paused
+    def waiter_plan(self) -> list[tuple[str, int, bool]]:
+        """The waiters, as (queue, rank, whether it claims): :meth:`Waiters.plan`."""
+        return self.waiters.plan()
 
     # -- fetching ---------------------------------------------------------------
 
     def retrieve_work(self) -> UnitOfWork | None:
         """The next job, or ``None`` after ``fetch_poll_interval`` with none."""
+        ledger = self.ledger
         deadline = time.monotonic() + self.poll_interval
         while True:
-            if self._suspect:
-                self._reconcile()
-            with self._lock:
-                uow = self._next_local()
+            if ledger.suspect:
+                self.reconciler.reconcile()
+            with ledger.lock:
+                uow = ledger.next_local()
                 if uow is not None:
                     return uow
-                plan = self._plan_claim()
+                plan = ledger.plan(self.prefetch)
             if plan is not None:
                 uow = self._claim(*plan)
                 if uow is not None:
                     return uow
-            with self._lock:
-                uow = self._next_local()
+            with ledger.lock:
+                uow = ledger.next_local()
                 if uow is not None:
                     return uow
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._stopping.is_set():
+                if remaining <= 0 or ledger.stopping.is_set():
                     return None
-                self._idle += 1
-                if self._empty:
-                    self._start_waiters()
-                    self._wake.notify_all()
+                ledger.idle += 1
+                if ledger.empty:
+                    self.waiters.start()
+                    ledger.wake.notify_all()
                 try:
-                    self._work.wait(remaining)
+                    ledger.work.wait(remaining)
                 finally:
-                    self._idle -= 1
-
-    def _next_local(self) -> UnitOfWork | None:
-        """A claimed job no thread has started (lock held); while a suspect
-        must run alone, only that one."""
-        if self._alone is None:
-            return self._local.popleft() if self._local else None
-        if self._alone in self._local:
-            self._local.remove(self._alone)
-            return self._alone
-        return None
-
-    def _plan_claim(self) -> tuple[int, bool, list[UnitOfWork]] | None:
-        """Reserve room for a claim under the bound (lock held): how many jobs
-        (one for the calling thread, one per idle thread, and the prefetch),
-        whether one may run alone, and the acknowledgements that go with it."""
-        if self._alone is not None or self._reconciling or self._stopping.is_set():
-            return None
-        acks, self._acks = self._acks, []
-        base = self._held - len(acks)
-        wanted = max(0, min(1 + self._idle + self.prefetch(), self.limit - base))
-        if not wanted and not acks:
-            return None
-        self._held += wanted
-        self._claims += 1
-        return wanted, base == 0, acks
+                    ledger.idle -= 1
 
     def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
         """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
@@ -260,178 +212,18 @@ class ReliableFetcher:
         try:
             reply = self.scripts.send("core.fetch", self.pool, script_keys, args)
         except BaseException:
-            with self._lock:
-                self._acks[:0] = acks  # sent again with the next call: an LREM repeats harmlessly
-                self._held -= wanted
-                self._lost_reply()
-                self._end_claim()
+            with self.ledger.lock:
+                self.ledger.claim_failed(wanted, acks)
             raise
         units = [self._unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
-        with self._lock:
-            self._settle(acks)
-            self._held -= wanted - len(units)
-            if wanted:
-                self._empty = not units
-            for uow in units:
-                self._outstanding[(uow.private, uow.job)] = uow
-            if units and units[0].alone:
-                self._alone = units[0]
-            self._local.extend(units[1:])
-            self._work.notify(len(units) - 1)
-            self._end_claim()
-        return units[0] if units else None
+        with self.ledger.lock:
+            return self.ledger.claimed(wanted, acks, units)
 
     def _unit(self, name: str, raw: Any, mark: Any) -> UnitOfWork:
         uow = UnitOfWork(name, text(raw), self._private[name], self)
         if mark and mark != -1:
-            kind, _, uow.suspect = str(text(mark)).partition(":")
-            uow.alone = kind == "2"
+            apply_mark(uow, mark)
         return uow
-
-    def _end_claim(self) -> None:
-        self._claims -= 1
-        if self._reconciling and not self._claims:
-            self._turns.notify_all()
-
-    def _lost_reply(self) -> None:
-        """A call failed after it may have reached Redis (lock held): what it
-        claimed, if anything, is found and given back before the next claim."""
-        self._suspect = True
-        self._suspect_gen += 1
-
-    # -- waiting on every queue ---------------------------------------------------
-
-    def waiter_plan(self) -> list[tuple[str, int, bool]]:
-        """The waiters, as (queue, rank, whether it claims).
-
-        Waiters claim in ranks across the queues, up to the bound, so that
-        with k threads idle each queue has up to k waiters blocked on it (a
-        Ruby Sidekiq's idle threads all block on every queue of theirs). When
-        there are more queues than the bound allows claimers, the rest watch,
-        and one slot is left for the thread a watcher wakes.
-        """
-        count = len(self._names)
-        if count > self.limit:
-            return [(name, 0, index < self.limit - 1) for index, name in enumerate(self._names)]
-        # A waiter of rank k blocks only while more than k threads are idle,
-        # so ranks stop at the concurrency.
-        slots = min(self.limit, count * self.capsule.concurrency)
-        return [
-            (name, rank, True)
-            for rank in range(-(-slots // count))
-            for index, name in enumerate(self._names)
-            if rank * count + index < slots
-        ]
-
-    def _start_waiters(self) -> None:
-        """The waiter threads, started when a thread first goes idle (lock held).
-        Each has a connection of its own, opened when it first blocks."""
-        if self._waiters or self._stopping.is_set():
-            return
-        plan = self.waiter_plan()
-        spare = 0 if all(claims for _, _, claims in plan) else 1
-        for name, rank, claims in plan:
-            key = f"{name}#{rank}"
-            self._block_pools[key] = self.config.new_redis_pool(
-                1, f"{self.capsule.name}-wait-{key}", read_timeout=self.poll_interval + 1
-            )
-            thread = threading.Thread(
-                target=self._wait_on,
-                args=(name, key, rank, claims, spare),
-                name=f"wurk-waiter-{self.capsule.name}-{key}",
-                daemon=True,
-            )
-            self._waiters.append(thread)
-            thread.start()
-
-    def _wait_on(self, name: str, key: str, rank: int, may_claim: bool, spare: int) -> None:
-        """Block on one queue while more than ``rank`` threads are idle: claim
-        what arrives, or, past the bound, wake a thread to claim it."""
-        client = self._block_pools[key].client
-        # redis-py types BLMOVE's timeout as an int; Redis takes fractional seconds.
-        timeout = cast(int, self.poll_interval)
-        while True:
-            with self._lock:
-                while not self._stopping.is_set() and (
-                    not self._empty or self._idle <= rank or self._reconciling or self._alone
-                ):
-                    self._wake.wait(1.0)
-                if self._stopping.is_set():
-                    return
-            claiming = False
-            try:
-                if name in self._paused_queues(client):
-                    self._stopping.wait(PAUSED_CACHE_SECONDS)
-                    continue
-                with self._lock:
-                    claiming = may_claim and self._held + 1 + spare <= self.limit and not self._reconciling
-                    if claiming:
-                        self._held += 1
-                        self._claims += 1
-                if self._blocked_ids.get(key) is None:
-                    self._blocked_ids[key] = client.client_id()
-                if claiming:
-                    self._claim_blocking(client, name)
-                elif client.blmove(keys.queue(name), keys.queue(name), timeout, "RIGHT", "RIGHT"):
-                    with self._lock:  # watched, not claimed: a thread claims it
-                        self._work.notify()
-                    self._stopping.wait(0.05)
-            except Exception as exc:
-                self._blocked_ids[key] = None  # a new connection comes with a new id
-                if not self._stopping.is_set():
-                    self.config.handle_exception(exc, {"context": "fetch"})
-                self._stopping.wait(WAITER_PAUSE * 4)
-            finally:
-                if claiming:
-                    with self._lock:
-                        self._end_claim()
-
-    def _claim_blocking(self, client: Any, name: str) -> None:
-        """``BLMOVE`` one job (a claim of one reserved by the caller), then
-        check it against the suspect rules."""
-        public, private = keys.queue(name), self._private[name]
-        try:
-            raw = client.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
-        except BaseException:
-            with self._lock:
-                self._held -= 1
-                self._lost_reply()
-            raise
-        if raw is None:
-            with self._lock:
-                self._held -= 1
-            return
-        job = text(raw)
-        if self._stopping.is_set():  # quieted while blocked: straight back to the queue's tail
-            self.scripts.call("core.requeue", client, [private, public], [job])
-            with self._lock:
-                self._held -= 1
-            return
-        with self._lock:
-            alone_ok = self._held == 1 and self._claims == 1
-        try:
-            mark = self.scripts.call(
-                "core.adopt",
-                client,
-                [keys.SUSPECTS, self._running_key, public, private],
-                [job, "1" if alone_ok else "0", RECOVERY_TTL],
-            )
-        except BaseException:
-            with self._lock:  # claimed but unchecked: the reconcile gives it back
-                self._lost_reply()
-            raise
-        if mark == -1:
-            with self._lock:
-                self._held -= 1
-            self._stopping.wait(WAITER_PAUSE)  # a suspect that must run alone: others may take it
-            return
-        uow = self._unit(name, job, mark)
-        with self._lock:
-            self._outstanding[(uow.private, uow.job)] = uow
-            self._local.append(uow)
-            if uow.alone:
-                self._alone = uow
-            self._work.notify()
 
     # -- acknowledging ------------------------------------------------------------
 
@@ -439,29 +231,21 @@ class ReliableFetcher:
         """Queue the ``LREM``; it travels with the next claim, or ``flush_acks``.
         A suspect's goes at once, so that its mark clears and, if it ran
         alone, the other threads resume."""
-        with self._lock:
-            self._acks.append(uow)
+        ledger = self.ledger
+        with ledger.lock:
+            ledger.acks.append(uow)
         if uow.suspect:
             self.flush_acks()
 
-    def _settle(self, units: list[UnitOfWork]) -> None:
-        """These jobs have left the private list (lock held): stop tracking them."""
-        for uow in units:
-            self._outstanding.pop((uow.private, uow.job), None)
-            self._held -= 1
-            if uow is self._alone:
-                self._alone = None
-                self._work.notify_all()
-                self._wake.notify_all()
-
     def flush_acks(self) -> None:
-        with self._lock:
-            while self._reconciling:
-                self._turns.wait()
-            if not self._acks:
+        ledger = self.ledger
+        with ledger.lock:
+            while ledger.reconciling:
+                ledger.turns.wait()
+            if not ledger.acks:
                 return
-            acks, self._acks = self._acks, []
-            self._claims += 1
+            acks, ledger.acks = ledger.acks, []
+            ledger.in_flight += 1
         self._claim(0, False, acks)
 
     # -- giving jobs back ---------------------------------------------------------
@@ -474,28 +258,31 @@ class ReliableFetcher:
             moved += int(self.scripts.call("core.requeue", conn, [uow.private, keys.queue(uow.queue)], [uow.job]))
             if uow.suspect:
                 conn.srem(self._running_key, uow.suspect)
-        with self._lock:
-            self._settle(units)
+        with self.ledger.lock:
+            self.ledger.settle(units)
         return moved
+
+    def abandon(self, uow: UnitOfWork) -> None:
+        """A job that was neither finished nor booked (the retry layer could not
+        reach Redis): it is still in the private list, and the next claim gives
+        it back to its queue (the reaper would not: this process is alive)."""
+        self.reconciler.abandon(uow)
 
     def quiet(self) -> None:
         """Stop claiming: idle threads and waiters return (one-way). A waiter
         blocked on its queue is unblocked, so that it claims nothing more."""
-        with self._lock:
-            self._stopping.set()
-            self._work.notify_all()
-            self._wake.notify_all()
-        blocked = [ident for ident in self._blocked_ids.values() if ident is not None]
-        for ident in blocked:
-            try:
-                self.config.redis_pool.client.client_unblock(ident)
-            except RedisError:
-                pass  # the waiter's block times out by itself within the poll interval
+        ledger = self.ledger
+        with ledger.lock:
+            ledger.stopping.set()
+            ledger.work.notify_all()
+            ledger.wake.notify_all()
+        self.waiters.unblock()
 
     def unstarted(self) -> list[UnitOfWork]:
         """Claimed jobs no thread has started (taken out of the local buffer)."""
-        with self._lock:
-            units, self._local = list(self._local), collections.deque()
+        with self.ledger.lock:
+            units = list(self.ledger.local)
+            self.ledger.local.clear()
         return units
 
     def requeue_all(self) -> int:
@@ -506,68 +293,14 @@ class ReliableFetcher:
         The waiters end first, so none claims behind the sweep.
         """
         self.quiet()
-        for thread in self._waiters:
-            thread.join(self.poll_interval + 2)
+        self.waiters.join()
         self.unstarted()
         self.flush_acks()
-        moved = self._requeue_leftovers(keep=set())
+        moved = self.reconciler.requeue_leftovers(keep=set())
         self.pool.client.delete(self._running_key)
-        with self._lock:
-            self._outstanding.clear()
-            self._held = 0
-            self._alone = None
-        for pool in self._block_pools.values():
-            pool.disconnect()
+        with self.ledger.lock:
+            self.ledger.outstanding.clear()
+            self.ledger.held = 0
+            self.ledger.alone = None
+        self.waiters.disconnect()
         return moved
-
-    def _requeue_leftovers(self, keep: set[tuple[str, str | bytes]]) -> int:
-        moved = 0
-        conn = self.pool.client
-        for name, private in self._private.items():
-            leftovers = [job for job in map(text, conn.lrange(private, 0, -1)) if (private, job) not in keep]
-            if leftovers:
-                # Newest claim first, so the oldest ends up at the queue's tail
-                # and is fetched first again.
-                moved += int(self.scripts.call("core.requeue", conn, [private, keys.queue(name)], leftovers))
-        return moved
-
-    def abandon(self, uow: UnitOfWork) -> None:
-        """A job that was neither finished nor booked (the retry layer could not
-        reach Redis): it is still in the private list, and the next claim gives
-        it back to its queue (the reaper would not: this process is alive)."""
-        with self._lock:
-            self._outstanding.pop((uow.private, uow.job), None)
-            if uow.suspect:
-                self._unmark.append(uow.suspect)
-            self._lost_reply()
-            if uow is self._alone:
-                self._alone = None
-                self._work.notify_all()
-                self._wake.notify_all()
-
-    def _reconcile(self) -> None:
-        """Give back every job in our private lists that no thread holds: a claim
-        whose reply was lost, or an abandoned job. No claim runs meanwhile, so
-        nothing in transit is mistaken for a leftover."""
-        with self._lock:
-            if self._reconciling:
-                return
-            self._reconciling = True
-            while self._claims:
-                self._turns.wait()
-            generation = self._suspect_gen
-            keep = set(self._outstanding)
-            unmark, self._unmark = self._unmark, []
-        try:
-            self._requeue_leftovers(keep)
-            if unmark:  # given back: no longer running here
-                self.pool.client.srem(self._running_key, *unmark)
-            with self._lock:
-                if self._suspect_gen == generation:
-                    self._suspect = False
-                self._held = len(self._outstanding)
-        finally:
-            with self._lock:
-                self._reconciling = False
-                self._turns.notify_all()
-                self._wake.notify_all()

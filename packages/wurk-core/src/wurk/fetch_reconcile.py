@@ -1,0 +1,97 @@
+"""Giving back what no thread holds: after a lost reply, and at shutdown.
+
+A claim whose reply is lost (a timeout, a dropped connection) may or may not
+have moved jobs into this process's private lists; retrying it blindly could
+claim twice, and the reaper never looks at a live process's lists. So the
+fetcher is marked *suspect* instead (:meth:`ClaimLedger.lost_reply`), and
+before its next claim a reconcile gives back every job in its private lists
+that no thread holds. A job the retry layer could not book (abandoned) is
+given back the same way.
+
+No claim runs during a reconcile, so nothing in transit is mistaken for a
+leftover: the reconcile waits for the claims in flight to end, and new ones
+wait for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from wurk import keys
+from wurk.payload import exact as text
+
+if TYPE_CHECKING:
+    from wurk.fetch import UnitOfWork
+    from wurk.fetch_claims import ClaimLedger
+    from wurk.redis_pool import RedisPool
+    from wurk.scripts import ScriptRegistry
+
+
+class Reconciler:
+    """Finds and gives back the jobs of one fetcher that no thread holds."""
+
+    def __init__(
+        self,
+        ledger: ClaimLedger,
+        pool: RedisPool,
+        scripts: ScriptRegistry,
+        private: dict[str, str],
+        running_key: str,
+    ) -> None:
+        self.ledger = ledger
+        self.pool = pool
+        self.scripts = scripts
+        #: Queue name to this process's private list for it.
+        self.private = private
+        self.running_key = running_key
+
+    def abandon(self, uow: UnitOfWork) -> None:
+        """A job that was neither finished nor booked is still in the private
+        list: the next claim's reconcile gives it back to its queue."""
+        ledger = self.ledger
+        with ledger.lock:
+            ledger.outstanding.pop((uow.private, uow.job), None)
+            if uow.suspect:
+                ledger.unmark.append(uow.suspect)
+            ledger.lost_reply()
+            if uow is ledger.alone:
+                ledger.release_alone()
+
+    def reconcile(self) -> None:
+        """Give back every job in our private lists that no thread holds."""
+        ledger = self.ledger
+        with ledger.lock:
+            if ledger.reconciling:
+                return
+            ledger.reconciling = True
+            while ledger.in_flight:
+                ledger.turns.wait()
+            generation = ledger.generation
+            keep = set(ledger.outstanding)
+            unmark, ledger.unmark = ledger.unmark, []
+        try:
+            self.requeue_leftovers(keep)
+            if unmark:  # given back: no longer running here
+                self.pool.client.srem(self.running_key, *unmark)
+            with ledger.lock:
+                if ledger.generation == generation:
+                    ledger.suspect = False
+                ledger.held = len(ledger.outstanding)
+        finally:
+            with ledger.lock:
+                ledger.reconciling = False
+                ledger.turns.notify_all()
+                ledger.wake.notify_all()
+
+    def requeue_leftovers(self, keep: set[tuple[str, str | bytes]]) -> int:
+        """Give every job in the private lists but those in ``keep`` back to
+        the tail of its queue; how many moved."""
+        moved = 0
+        conn = self.pool.client
+        for name, private in self.private.items():
+            leftovers = [job for job in map(text, conn.lrange(private, 0, -1)) if (private, job) not in keep]
+            if leftovers:
+                # Newest claim first, so the oldest ends up at the queue's tail
+                # and is fetched first again.
+                moved += int(self.scripts.call("core.requeue", conn, [private, keys.queue(name)], leftovers))
+        return moved
