@@ -269,8 +269,11 @@ class Plugins:
         self._pm.unregister(name=name)
 
     def names(self) -> list[str]:
-        """Names of the registered (enabled) plugins, core first."""
-        return [name for name, _ in self._pm.list_name_plugin()]
+        """Names of the registered (enabled) plugins, core first; the
+        ``config.on`` callbacks riding the same dispatch are not plugins."""
+        from wurk.events import NAME_PREFIX
+
+        return [name for name, _ in self._pm.list_name_plugin() if not name.startswith(NAME_PREFIX)]
 
     def is_enabled(self, name: str) -> bool:
         return self._pm.get_plugin(name) is not None

@@ -1,0 +1,1 @@
+"""wurk-audit: an example Wurk plugin (see docs/plugins.md)."""
