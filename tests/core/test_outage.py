@@ -13,7 +13,7 @@ import redis as redis_py
 import wurk
 from tests.helpers import new_server
 from wurk.errors import ConfigurationError, RedisConnectionError
-from wurk.outage import BatchNotBufferedError, BufferOverflowError
+from wurk.outage import BufferOverflowError
 
 
 class Order(wurk.Job):
@@ -115,19 +115,6 @@ def test_overflow_drop_oldest_and_raise(volatile, config, tmp_path):
         assert stored_args(back.url) == [1, 2]
     finally:
         back.stop()
-
-
-def test_batch_jobs_are_never_buffered(volatile, config):
-    config.redis = {"url": volatile.url}
-    buffer = config.reliable_push()
-    volatile.kill()
-    with pytest.raises(RedisConnectionError):
-        wurk.Client().push({"class": Order, "args": [1], "bid": "b-123"})
-    assert len(buffer) == 0
-    Order.perform_async(2)  # now the buffer is not empty, so the next one cannot jump it
-    with pytest.raises(BatchNotBufferedError):
-        wurk.Client().push({"class": Order, "args": [3], "bid": "b-123"})
-    assert [job["args"] for job, _ in buffer._items] == [[2]]
 
 
 def test_bad_buffer_settings_are_refused(config):

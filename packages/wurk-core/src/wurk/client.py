@@ -3,8 +3,10 @@
 ``push`` and ``push_bulk`` normalise and check the item, run the client
 middleware chain per job (a falsy return halts that job's push), and hand the
 survivors to ``raw_push``, the single point where the testing modes and the
-outage buffer intercept. An immediate push is one pipeline (``SADD queues`` and
-one ``LPUSH`` per queue); a scheduled one is one ``ZADD schedule``.
+outage buffer intercept and where each payload is routed to its push writer
+(:mod:`wurk.writers`). Core's own writer makes an immediate push one pipeline
+(``SADD queues`` and one ``LPUSH`` per queue) and a scheduled one one
+``ZADD schedule``.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys, testing
 from wurk import payload as wire
+from wurk import testing
 from wurk.payload import InvalidJobError
+from wurk.writers import PUSH, PushWriter, PushWriterRegistry, writers_for
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -48,10 +51,24 @@ class Client:
         self.config = config
         self._pool = pool
         self._chain = chain
+        self._writers: PushWriterRegistry | None = None
 
     @property
     def redis_pool(self) -> RedisPool:
         return self._pool or self.config.redis_pool
+
+    @property
+    def writers(self) -> PushWriterRegistry:
+        """The configuration's push writers (kept here: ``raw_push`` reads them
+        on every push)."""
+        if self._writers is None:
+            self._writers = writers_for(self.config)
+        return self._writers
+
+    @property
+    def has_middleware(self) -> bool:
+        """Whether a push runs any client middleware at all."""
+        return len(self._chain or self.config.client_middleware) > 0
 
     def middleware(self, configure: Callable[[Chain], object] | None = None) -> Chain:
         """The client's chain; with ``configure``, a modified copy this client adopts."""
@@ -118,17 +135,20 @@ class Client:
 
     # -- pushing ----------------------------------------------------------------
 
-    def push(self, item: Mapping[str, Any]) -> str | None:
-        """Push one job; its jid, or ``None`` when a middleware halted it."""
-        pool = self._pool_for(item)
-        return self.push_normalized(self.normalize_item(item), pool)
+    def push(self, item: Mapping[str, Any], *, origin: str = PUSH) -> str | None:
+        """Push one job; its jid, or ``None`` when a middleware halted it.
 
-    def push_normalized(self, normed: Payload, pool: RedisPool) -> str | None:
+        ``origin`` tells the push writers who pushes (:mod:`wurk.writers`).
+        """
+        pool = self._pool_for(item)
+        return self.push_normalized(self.normalize_item(item), pool, origin=origin)
+
+    def push_normalized(self, normed: Payload, pool: RedisPool, *, origin: str = PUSH) -> str | None:
         """Run an already normalised job through the chain and write it."""
         pushed = self._through_chain(normed, pool)
         if pushed is None:
             return None
-        self.raw_push([pushed], pool)
+        self.raw_push([pushed], pool, origin=origin)
         return str(pushed["jid"])
 
     def _through_chain(self, normed: Payload, pool: RedisPool) -> Payload | None:
@@ -162,7 +182,7 @@ class Client:
         mode, logger = self.config["on_complex_arguments"], self.config.logger
         args_list = [wire.verify_args(list(args), mode, logger, template["class"]) for args in args_list]
         pool = self._pool_for(item)
-        chained = len(self._chain or self.config.client_middleware) > 0
+        chained = self.has_middleware
         jids: list[str | None] = []
         for start in range(0, len(args_list), batch_size):
             chunk = args_list[start : start + batch_size]
@@ -192,46 +212,38 @@ class Client:
                 raise InvalidJobError(f"push_bulk: 'at' must be epoch seconds, got {value!r}")
         return [float(value) for value in values]
 
-    def raw_push(self, payloads: Sequence[Payload], pool: RedisPool | None = None) -> None:
+    def raw_push(self, payloads: Sequence[Payload], pool: RedisPool | None = None, *, origin: str = PUSH) -> None:
         """Write payloads that already went through the chain.
 
         The one place every push funnels through: the testing modes and the
-        outage buffer intercept here.
+        outage buffer intercept here, and each payload goes to its writer.
         """
+        writers = self._writers or self.writers
         # ``state.active`` is false unless a testing mode may be on somewhere,
         # so with testing off a push pays one attribute read, not a call.
         if testing.state.active and testing.state.enabled():
+            if writers.plugged:
+                for writer, group in writers.route(payloads, origin):
+                    writer.intercepted(group, origin)
             testing.intercept(payloads, self)
             return
         pool = pool or self.redis_pool
+        if not writers.plugged:
+            self.deliver(writers.core, list(payloads), pool, origin)
+            return
+        for writer, group in writers.route(payloads, origin):
+            self.deliver(writer, group, pool, origin)
+
+    def deliver(self, writer: PushWriter, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
+        """Have ``writer`` write ``payloads``, through the outage buffer when
+        one is on (it refuses to hold a writer's payloads that are not replayable)."""
         buffer = self.config.lookup("outage_buffer")
-        if buffer is not None:
-            buffer.push(lambda batch: self.write(batch, pool), list(payloads))
-        else:
-            self.write(payloads, pool)
-
-    def write(self, payloads: Sequence[Payload], pool: RedisPool) -> None:
-        """One round trip to Redis for ``payloads``: ``ZADD schedule`` for the
-        scheduled ones; ``SADD queues`` and one ``LPUSH`` per queue for the rest."""
-        scheduled = [job for job in payloads if job.get("at") is not None]
-        immediate = [job for job in payloads if job.get("at") is None]
-        pool.execute(lambda conn: pool.send(self._commands(scheduled, immediate)))
-
-    @staticmethod
-    def _commands(scheduled: list[Payload], immediate: list[Payload]) -> list[tuple[Any, ...]]:
-        commands: list[tuple[Any, ...]] = []
-        if scheduled:
-            pairs: list[Any] = []
-            for job in scheduled:
-                member = {key: value for key, value in job.items() if key not in ("at", "enqueued_at")}
-                pairs += [float(job["at"]), wire.dumps(member)]
-            commands.append(("ZADD", keys.SCHEDULE, *pairs))
-        if immediate:
-            now = wire.now_ms()
-            by_queue: dict[str, list[str]] = {}
-            for job in immediate:
-                job["enqueued_at"] = now
-                by_queue.setdefault(job["queue"], []).append(wire.dumps(job))
-            commands.append(("SADD", keys.QUEUES, *by_queue))
-            commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
-        return commands
+        if buffer is None:
+            writer.write(payloads, pool, origin)
+            return
+        buffer.push(
+            lambda batch: writer.write(batch, pool, origin),
+            payloads,
+            writer_name=writer.name,
+            replayable=writer.replayable,
+        )

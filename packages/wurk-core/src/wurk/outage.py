@@ -22,8 +22,10 @@ process's death loses it, and under ``drop_oldest`` a long outage evicts the
 oldest jobs. A payload whose reply was lost mid-write (Redis applied it, then
 the connection dropped) is replayed too: at-least-once, like the rest of Wurk.
 
-Payloads of a batch (with a ``bid``) are never buffered: the batch's
-bookkeeping happens at push time and cannot be replayed safely, so they raise.
+Payloads are replayed through the push writer that took them
+(:mod:`wurk.writers`). A writer that declares its payloads not replayable
+(a batch's, whose bookkeeping happens at push time and cannot be replayed
+safely) is never buffered: its push raises :class:`NotReplayableError`.
 """
 
 from __future__ import annotations
@@ -189,8 +191,21 @@ class OutageLog:
         self._errors = 0
 
 
-class BatchNotBufferedError(WurkError, ConnectionError):
-    """Redis is unreachable and the job belongs to a batch, which is never buffered."""
+class NotReplayableError(WurkError, ConnectionError):
+    """Redis is unreachable and the push's writer declares its payloads not
+    replayable, so they were not buffered: nothing was pushed for them.
+    ``writer`` names the writer; the outage is the exception's cause."""
+
+    def __init__(self, writer: str, count: int) -> None:
+        super().__init__(
+            f"Redis is unreachable and push writer {writer!r} does not allow its {count} job(s) to be "
+            "buffered for later; nothing was pushed for them"
+        )
+        self.writer = writer
+
+
+#: The name this error had while core knew that batches are not replayable.
+BatchNotBufferedError = NotReplayableError
 
 
 class BufferOverflowError(WurkError):
@@ -236,26 +251,35 @@ class OutageBuffer:
     def __len__(self) -> int:
         return len(self._items)
 
-    def push(self, writer: Writer, payloads: list[Payload]) -> None:
-        """Write ``payloads`` behind whatever is still buffered."""
+    def push(
+        self, writer: Writer, payloads: list[Payload], *, writer_name: str = "core", replayable: bool = True
+    ) -> None:
+        """Write ``payloads`` behind whatever is still buffered.
+
+        Payloads that are not ``replayable`` are written only once the buffer
+        is empty, so they do not jump the jobs before them, and raise
+        :class:`NotReplayableError` (naming ``writer_name``) rather than wait
+        in the buffer.
+        """
         with self._lock:
             if self._items:
                 failure = self._drain_locked()
                 if failure is not None:
                     self.config.outage_log.error(failure, PUSH_CONTEXT)
-                    self._buffer(writer, payloads, None)
+                    if not replayable:
+                        raise NotReplayableError(writer_name, len(payloads)) from failure
+                    self._buffer(writer, payloads)
                     return
             try:
                 writer(payloads)
             except TRANSIENT as exc:
                 self.config.outage_log.error(exc, PUSH_CONTEXT)
-                self._buffer(writer, payloads, exc)
+                if not replayable:
+                    raise NotReplayableError(writer_name, len(payloads)) from exc
+                self._buffer(writer, payloads)
 
-    def _buffer(self, writer: Writer, payloads: list[Payload], exc: BaseException | None) -> None:
-        batched = [job for job in payloads if job.get("bid")]
+    def _buffer(self, writer: Writer, payloads: list[Payload]) -> None:
         for job in payloads:
-            if job.get("bid"):
-                continue
             if len(self._items) >= self.size:
                 if self.overflow == "raise":
                     raise BufferOverflowError(job)
@@ -268,12 +292,6 @@ class OutageBuffer:
                     )
             self._items.append((job, writer))
             self._buffered += 1
-        if batched:
-            if exc is not None:
-                raise exc
-            raise BatchNotBufferedError(
-                f"Redis is unreachable and {len(batched)} batch job(s) cannot be buffered; nothing was pushed for them"
-            )
 
     def drain(self) -> bool:
         """Replay buffered jobs oldest-first; ``True`` when the buffer is empty."""

@@ -10,24 +10,32 @@ Two promoters:
 
 * :class:`Enq`, the default, pops one due job at a time with an atomic script
   and pushes it through the client (client middleware runs, ``enqueued_at``
-  is fresh). Between the pop and the push the job is only in this process's
-  memory: a crash there loses it, and a failed push is reported with context
-  ``scheduler_promote``.
-* :class:`ReliableEnq` (``config.reliable_scheduler()``) promotes in one
-  script that pushes before it removes, 500 jobs per call: a crash can at
-  worst deliver a job twice.
+  is fresh, the push writers see origin ``promote``). Between the pop and the
+  push the job is only in this process's memory: a crash there loses it, and
+  a failed push is reported with context ``scheduler_promote``.
+* :class:`ReliableEnq` (``config.reliable_scheduler()``) never holds a job
+  only in memory, 500 jobs per call. With no client middleware and no plugin
+  push writer, one script pushes before it removes: a crash can at worst
+  deliver a job twice. Otherwise it reads the due members without removing
+  them, runs each through the client middleware, and one script removes each
+  member that is still there and pushes it, so two promoters racing never
+  both push a job and a crash before the script loses nothing.
 """
 
 from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk import payload as wire
 from wurk.client import Client
 from wurk.component import Component
+from wurk.writers import PROMOTE, Payload, PushWriter
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -36,6 +44,8 @@ SORTED_SETS = (keys.RETRY, keys.SCHEDULE)
 PROMOTE_BATCH = 500
 INITIAL_JITTER = 5.0
 CLEANUP_LOCK_SECONDS = 60
+#: Where a member with no readable queue goes (as in core.promote).
+DEFAULT_QUEUE = "default"
 
 
 class Enq:
@@ -63,20 +73,41 @@ class Enq:
 
     def _push(self, member: str) -> None:
         try:
-            self.client.push(wire.loads(member))
+            self.client.push(wire.loads(member), origin=PROMOTE)
         except Exception as exc:
             self.config.handle_exception(exc, {"context": "scheduler_promote", "job": member})
 
 
+@dataclass
+class _Chained:
+    """One read of due members, sorted by what becomes of each."""
+
+    #: (member, queue, payload) for core's script; an empty payload was halted.
+    #: A member is bytes when it is not UTF-8, and goes back byte for byte.
+    entries: list[tuple[str | bytes, str, str | bytes]] = field(default_factory=list)
+    #: Per plugin writer: (member, score, chained payload).
+    claimed: dict[PushWriter, list[tuple[str | bytes, float, Payload]]] = field(default_factory=dict)
+    #: Members left in place (their middleware raised), skipped by the next read.
+    kept: int = 0
+
+
 class ReliableEnq(Enq):
     def enqueue_jobs(self, sorted_sets: tuple[str, ...] = SORTED_SETS) -> int:
+        # Without middleware or plugin writers, nothing needs the payload in
+        # Python: today's single script is the cheapest and fully atomic.
+        atomic = not self.client.has_middleware and not self.client.writers.plugged
         moved = 0
         for sorted_set in sorted_sets:
-            while not self.done:
-                count = self._promote_due(sorted_set)
-                moved += count
-                if count < PROMOTE_BATCH:
-                    break
+            moved += self._promote_atomically(sorted_set) if atomic else self._promote_chained(sorted_set)
+        return moved
+
+    def _promote_atomically(self, sorted_set: str) -> int:
+        moved = 0
+        while not self.done:
+            count = self._promote_due(sorted_set)
+            moved += count
+            if count < PROMOTE_BATCH:
+                break
         return moved
 
     def _promote_due(self, sorted_set: str) -> int:
@@ -89,6 +120,127 @@ class ReliableEnq(Enq):
                 )
             )
         )
+
+    def _promote_chained(self, sorted_set: str) -> int:
+        """Promote every due member through the client middleware; how many were pushed."""
+        pool = self.config.redis_pool
+        moved = skipped = 0
+        while not self.done:
+            due = pool.execute(partial(_read_due, sorted_set=sorted_set, offset=skipped))
+            if not due:
+                break
+            chained = self._chain(due)
+            moved += self._push_entries(sorted_set, chained.entries)
+            for writer, members in chained.claimed.items():
+                pushed, put_back = self._hand_over(sorted_set, writer, members)
+                moved += pushed
+                chained.kept += put_back
+            skipped += chained.kept
+            if len(due) < PROMOTE_BATCH:
+                break
+        return moved
+
+    def _chain(self, due: Sequence[tuple[bytes | str, float]]) -> _Chained:
+        chained = _Chained()
+        writers, pool = self.client.writers, self.config.redis_pool
+        for raw, score in due:
+            member = wire.exact(raw)
+            item = _decoded(member)
+            if item is None:
+                # Like core.promote: what cannot be read still reaches a queue
+                # (where the worker reports it) instead of looping here forever.
+                queue = _queue_of(member)
+                chained.entries.append((member, queue, member))
+                continue
+            try:
+                payload = self.client._through_chain(item, pool)
+            except Exception as exc:
+                self.config.handle_exception(exc, {"context": "scheduler_promote", "job": raw})
+                chained.kept += 1
+                continue
+            if payload is None:
+                chained.entries.append((member, item["queue"], ""))
+                continue
+            writer = writers.claimant(payload, PROMOTE)
+            if writer is writers.core:
+                payload["enqueued_at"] = wire.now_ms()
+                chained.entries.append((member, payload["queue"], wire.dumps(payload)))
+            else:
+                chained.claimed.setdefault(writer, []).append((member, score, payload))
+        return chained
+
+    def _push_entries(self, sorted_set: str, entries: list[tuple[str | bytes, str, str | bytes]]) -> int:
+        if not entries:
+            return 0
+        queues = [keys.queue(queue) for _, queue, _ in entries]
+        args = [value for entry in entries for value in entry]
+        return int(
+            self.config.redis_pool.execute(
+                lambda conn: self.config.scripts.call(
+                    "core.promote_chained", conn, [sorted_set, keys.QUEUES, *queues], args
+                )
+            )
+        )
+
+    def _hand_over(
+        self, sorted_set: str, writer: PushWriter, members: list[tuple[str | bytes, float, Payload]]
+    ) -> tuple[int, int]:
+        """Give a plugin writer the members this promoter removed first (a
+        racing promoter's ``ZREM`` returns 0, so it never writes them too);
+        how many were written, and how many were put back.
+
+        A failed write puts its members back. The window: a crash between the
+        removal and the writer's write, or a lost connection while putting
+        back, loses those members, as with :class:`Enq`.
+        """
+        pool = self.config.redis_pool
+
+        def remove(conn: Any) -> list[Any]:
+            pipe = conn.pipeline(transaction=False)
+            for member, _, _ in members:
+                pipe.zrem(sorted_set, member)
+            return list(pipe.execute())
+
+        won = [entry for entry, removed in zip(members, pool.execute(remove), strict=True) if removed]
+        if not won:
+            return 0, 0
+        try:
+            writer.write([payload for _, _, payload in won], pool, PROMOTE)
+        except Exception as exc:
+            scores = {member.encode() if isinstance(member, str) else member: score for member, score, _ in won}
+            pool.execute(lambda conn: conn.zadd(sorted_set, scores))
+            self.config.handle_exception(exc, {"context": "scheduler_promote", "writer": writer.name})
+            return 0, len(won)
+        return len(won), 0
+
+
+def _read_due(conn: Any, *, sorted_set: str, offset: int) -> list[tuple[bytes, float]]:
+    """Up to ``PROMOTE_BATCH`` due members with their scores, left in place;
+    ``offset`` skips the ones an earlier read of this pass had to keep."""
+    return list(
+        conn.zrangebyscore(sorted_set, "-inf", repr(time.time()), start=offset, num=PROMOTE_BATCH, withscores=True)
+    )
+
+
+def _decoded(member: str | bytes) -> Payload | None:
+    """The member as a payload the client middleware can take, or ``None``."""
+    try:
+        item = wire.loads(member)
+    except ValueError:
+        return None
+    if not isinstance(item, dict) or not isinstance(item.get("class"), str) or not isinstance(item.get("queue"), str):
+        return None
+    return item
+
+
+def _queue_of(member: str | bytes) -> str:
+    """Where core.promote would send a member that is not a payload."""
+    try:
+        item = wire.loads(member)
+    except ValueError:
+        return DEFAULT_QUEUE
+    queue = item.get("queue") if isinstance(item, dict) else None
+    return queue if isinstance(queue, str) else DEFAULT_QUEUE
 
 
 class Poller(Component):

@@ -10,8 +10,10 @@ allocated at once, so code inside the transaction can record it.
 or a function that registers an SQLAlchemy ``after_commit`` listener. Like the
 framework hooks, it must run the callback at once when no transaction is open.
 
-Bulk pushes and pushes that belong to a batch are never deferred: a batch
-counts its jobs when they are pushed, and deferring would desync its totals.
+Bulk pushes are never deferred, nor pushes whose push writer declares them
+not replayable (:mod:`wurk.writers`): a batch counts its jobs when they are
+pushed, and deferring would desync its totals. The writer is asked before the
+client middleware runs, since the chain runs at the commit.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from wurk.client import Client
+from wurk.writers import PUSH
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -32,12 +35,13 @@ class TransactionAwareClient(Client):
         super().__init__(config, **kwargs)
         self.defer = defer
 
-    def push(self, item: Mapping[str, Any]) -> str | None:
-        if item.get("bid"):
-            return super().push(item)
+    def push(self, item: Mapping[str, Any], *, origin: str = PUSH) -> str | None:
         pool = self._pool_for(item)
         normed = self.normalize_item(item)  # refuse bad input now, not after the commit
-        self.defer(lambda: self.push_normalized(normed, pool))
+        writers = self.writers
+        if writers.plugged and not writers.claimant(normed, origin).replayable:
+            return self.push_normalized(normed, pool, origin=origin)
+        self.defer(lambda: self.push_normalized(normed, pool, origin=origin))
         return str(normed["jid"])
 
 

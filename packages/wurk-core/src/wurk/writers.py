@@ -1,0 +1,204 @@
+"""Push writers: the last step of every push, where a payload reaches Redis.
+
+Every write path — ``Client.push`` and ``push_bulk``, the transaction-aware
+client, the outage buffer's replay and both scheduled-job promoters — hands
+its payloads, after the client middleware, to :meth:`PushWriterRegistry.route`.
+Each payload goes to the first plugin writer that claims it, and to core's own
+pipelined write (:class:`CoreWriter`) otherwise. A feature whose bookkeeping
+must happen in the same round trip as the push (a batch counting its jobs)
+writes its payloads itself, through one Lua script, without core knowing
+anything about it::
+
+    class LedgerWriter(wurk.writers.PushWriter):
+        name = "ledger"
+        replayable = False  # counted at push time: never buffer nor defer
+
+        def claims(self, payload, origin):
+            return "ledger" in payload
+
+        def write(self, payloads, pool, origin):
+            ...  # one script: count the jobs, then SADD queues + LPUSH
+
+    @wurk.hookimpl
+    def wurk_register_push_writers(writers, config):
+        writers.add(LedgerWriter())
+
+See ``docs/push-writers.md`` for a complete one.
+
+A writer whose payloads are not *replayable* is never held back: the outage
+buffer raises :class:`~wurk.outage.NotReplayableError` instead of buffering
+them, and the transaction-aware client pushes them at once instead of waiting
+for the commit.
+
+With no plugin writer registered, routing is one attribute read: a push costs
+what it cost before writers existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from wurk import keys
+from wurk import payload as wire
+from wurk.errors import PluginError
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk.redis_pool import RedisPool
+
+Payload = dict[str, Any]
+
+#: A push from application code: ``push``, ``push_bulk``, the transaction-aware client.
+PUSH = "push"
+#: A scheduled or retried job moved onto its queue by a scheduler promoter.
+PROMOTE = "promote"
+ORIGINS = (PUSH, PROMOTE)
+
+#: The service name under which a configuration keeps its registry.
+SERVICE = "push_writers"
+
+
+class PushWriter:
+    """One way of writing payloads to Redis; subclass it and register an
+    instance through ``wurk_register_push_writers``.
+
+    ``claims`` is asked once per payload, after the client middleware ran, so
+    it must be cheap and must not change the payload. ``write`` receives the
+    claimed payloads of one push (many for a bulk push), in push order, and
+    must write all of them or raise: a transient connection error lets the
+    outage buffer keep replayable payloads for later, anything else reaches
+    the caller. ``enqueued_at`` is the writer's to stamp, since only it knows
+    when the job reaches its queue; a payload with ``at`` is a scheduled job.
+    """
+
+    #: Names the writer in errors ("nothing was pushed for writer 'batches'").
+    name: str = ""
+    #: False when a payload cannot be written later than its push (its
+    #: bookkeeping happened at push time): never buffered, never deferred.
+    replayable: bool = True
+
+    def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
+        """Whether this writer writes ``payload`` (``origin`` is :data:`PUSH`
+        or :data:`PROMOTE`)."""
+        return False
+
+    def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
+        raise NotImplementedError(f"push writer {self.name!r} claims payloads but does not write them")
+
+    def intercepted(self, payloads: list[Payload], origin: str) -> None:
+        """A testing mode (``fake``, ``inline``) took these payloads instead of
+        Redis; called before an inline run, so bookkeeping that ``write``
+        would have done can be kept in memory and seen by the job."""
+
+
+class CoreWriter(PushWriter):
+    """Core's own write, one round trip per push: ``ZADD schedule`` for the
+    scheduled payloads; ``SADD queues`` and one ``LPUSH`` per queue for the rest."""
+
+    name = "core"
+
+    def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
+        return True
+
+    def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
+        commands = core_commands(payloads)
+        pool.execute(lambda conn: pool.send(commands))
+
+
+def core_commands(payloads: Sequence[Payload]) -> list[tuple[Any, ...]]:
+    """The commands of :class:`CoreWriter`; stamps ``enqueued_at`` on the
+    immediate payloads, in place, as the job reaches its queue."""
+    commands: list[tuple[Any, ...]] = []
+    pairs: list[Any] = []
+    by_queue: dict[str, list[str]] = {}
+    now: int | None = None
+    for job in payloads:
+        if job.get("at") is not None:
+            # A scheduled member carries neither: ``at`` is its score and
+            # ``enqueued_at`` is stamped when it is promoted.
+            member = {key: value for key, value in job.items() if key not in ("at", "enqueued_at")}
+            pairs += [float(job["at"]), wire.dumps(member)]
+            continue
+        if now is None:
+            now = wire.now_ms()
+        job["enqueued_at"] = now
+        by_queue.setdefault(job["queue"], []).append(wire.dumps(job))
+    if pairs:
+        commands.append(("ZADD", keys.SCHEDULE, *pairs))
+    if by_queue:
+        commands.append(("SADD", keys.QUEUES, *by_queue))
+        commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
+    return commands
+
+
+class PushWriterRegistry:
+    """The writers of one configuration, asked in registration order."""
+
+    def __init__(self) -> None:
+        self.core: PushWriter = CoreWriter()
+        self._writers: list[PushWriter] = []
+
+    def add(self, writer: PushWriter) -> None:
+        if not isinstance(writer, PushWriter):
+            raise PluginError(f"a push writer must subclass wurk.writers.PushWriter, got {writer!r}")
+        if not isinstance(writer.name, str) or not writer.name:
+            raise PluginError(f"push writer {writer!r} needs a name")
+        if writer.name == self.core.name or any(known.name == writer.name for known in self._writers):
+            raise PluginError(f"a push writer named {writer.name!r} is already registered")
+        self._writers.append(writer)
+
+    @property
+    def plugged(self) -> bool:
+        """Whether any plugin writer is registered (if not, everything is core's)."""
+        return bool(self._writers)
+
+    def names(self) -> list[str]:
+        return [writer.name for writer in self._writers]
+
+    def claimant(self, payload: Mapping[str, Any], origin: str) -> PushWriter:
+        """The writer of ``payload``: the first plugin writer that claims it, else core's."""
+        for writer in self._writers:
+            if writer.claims(payload, origin):
+                return writer
+        return self.core
+
+    def route(self, payloads: Sequence[Payload], origin: str) -> list[tuple[PushWriter, list[Payload]]]:
+        """``payloads`` grouped by writer, push order kept within each group,
+        the groups in the order of their first payload."""
+        if not self._writers:
+            return [(self.core, list(payloads))]
+        groups: dict[int, tuple[PushWriter, list[Payload]]] = {}
+        for payload in payloads:
+            writer = self.claimant(payload, origin)
+            group = groups.get(id(writer))
+            if group is None:
+                group = groups[id(writer)] = (writer, [])
+            group[1].append(payload)
+        return list(groups.values())
+
+
+def _build(config: Config) -> PushWriterRegistry:
+    registry = PushWriterRegistry()
+    config.plugins.call.register_push_writers(registry, config)
+    return registry
+
+
+def writers_for(config: Config) -> PushWriterRegistry:
+    """The configuration's registry, built on first use from the plugins'
+    ``wurk_register_push_writers`` hooks. Like the script registry, it is
+    built once: a plugin registered after the first push adds no writer."""
+    registry: PushWriterRegistry = config.lookup(SERVICE, _build)
+    return registry
+
+
+__all__ = [
+    "ORIGINS",
+    "PROMOTE",
+    "PUSH",
+    "CoreWriter",
+    "PushWriter",
+    "PushWriterRegistry",
+    "core_commands",
+    "writers_for",
+]
