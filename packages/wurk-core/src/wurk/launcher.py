@@ -94,8 +94,13 @@ class Launcher:
         found = self.components.named(Heartbeat.name)
         return found if isinstance(found, Heartbeat) else None
 
-    def run(self) -> None:
-        """Boot everything; returns once it all runs in its own threads."""
+    def run(self, *, quiet: bool = False) -> None:
+        """Boot everything; returns once it all runs in its own threads.
+
+        ``quiet`` boots the process already quiet: its managers are quieted
+        before their threads start, so it never fetches a job (a swarm child
+        forked while the swarm is quiet).
+        """
         config, runtime = self.config, self.runtime
         for capsule in config.capsules.values():
             capsule.prepare()
@@ -110,6 +115,8 @@ class Launcher:
         config.plugins.call.register_components(self.components, runtime)
         for component in self.components:
             component.start()
+        if quiet:
+            self.quiet()
         for manager in runtime.managers:
             manager.start()
         config.logger.info(

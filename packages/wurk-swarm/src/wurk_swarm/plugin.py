@@ -1,7 +1,8 @@
 """The wurk-swarm plugin: the forking supervisor behind ``wurkswarm``.
 
-Declares the swarm's settings; the supervisor and the ``wurkswarm`` console
-script arrive with the feature.
+Declares the swarm's settings (``topology``, ``memory_limit_mb``,
+``swarm_shutdown_grace``, ``swarm_memory_interval``) and adds ``wurk swarm``,
+the same command as the ``wurkswarm`` console script.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from wurk.hookspecs import hookimpl
 from wurk.settings import optional, positive_number, whole_number
 
 if TYPE_CHECKING:
+    import click
+
     from wurk.settings import SettingRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
@@ -20,6 +23,9 @@ WURK_PLUGIN_API = (1, 2)
 
 #: Seconds the swarm parent waits past the shutdown timeout before it KILLs a child.
 SHUTDOWN_GRACE = 5
+
+#: Seconds between two RSS checks of the children.
+MEMORY_INTERVAL = 10
 
 
 @hookimpl
@@ -39,3 +45,31 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
         owner="wurk-swarm",
         doc="RSS (MB) above which a child is recycled; None or 0 switches it off.",
     )
+    settings.add(
+        "swarm_memory_interval",
+        default=MEMORY_INTERVAL,
+        check=positive_number,
+        owner="wurk-swarm",
+        doc="Seconds between two checks of the children's RSS against memory_limit_mb.",
+    )
+    settings.add(
+        "topology",
+        default=None,
+        check=_check_topology,
+        owner="wurk-swarm",
+        doc="A wurk_swarm.topology.Topology: the swarm's processes (supersedes WURK_COUNT).",
+    )
+
+
+def _check_topology(key: str, value: object) -> object:
+    # Imported here: the plugin module stays light for `wurk plugins`.
+    from wurk_swarm.topology import check_topology
+
+    return check_topology(key, value)
+
+
+@hookimpl
+def wurk_register_commands(cli: click.Group) -> None:
+    from wurk_swarm.cli import swarm_command
+
+    cli.add_command(swarm_command())

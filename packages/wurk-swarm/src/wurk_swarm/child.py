@@ -1,0 +1,114 @@
+"""A swarm child: what a freshly forked worker process does until it exits.
+
+By the time :func:`run_child` runs, :mod:`wurk.forking` has already reset
+every configuration (the parent's sockets dropped, locks replaced) and fired
+``fork``. The child then:
+
+1. applies its slot's queues and concurrency to the default capsule, before
+   the launcher freezes the configuration;
+2. PINGs Redis and exits with status 1 if it cannot: the parent respawns it
+   with back-off, so a swarm started before its Redis crash-loops visibly
+   rather than idling;
+3. runs the boot checks that need the server (version, eviction policy,
+   pool sizes for the slot's concurrency);
+4. traps ``TERM``/``INT`` (stop), ``TSTP`` (quiet), ``USR2`` (reopen logs) and
+   ``USR1`` as an explicit no-op: rolling restarts are the parent's business,
+   and a stray ``USR1`` must not kill a child mid-job;
+5. runs a :class:`wurk.launcher.Launcher`, booting quiet when the swarm is
+   quiet (sticky quiet: a respawn never resumes fetching behind the
+   operator's back);
+6. writes one byte to its heartbeat pipe at its first heartbeat, which is how
+   the parent learns the child is up without a Redis connection of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from wurk import boot
+from wurk.launcher import Launcher
+from wurk.logger import reopen
+from wurk.redis_pool import mask_url
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk_swarm.topology import Assignment
+
+#: Exit status of a child that could not reach Redis at boot.
+UNREACHABLE_EXIT = 1
+
+#: The signals a child turns into names for its main loop.
+HANDLED = ("TERM", "INT", "TSTP", "USR2")
+
+
+def run_child(
+    config: Config,
+    assignment: Assignment,
+    *,
+    quiet: bool,
+    beat_fd: int,
+    mask: Iterable[int] = (),
+) -> int:
+    """Boot and run one worker process; its exit status.
+
+    ``mask`` is the signal mask to restore once the child's handlers are in
+    place: the parent forks with the signals it handles blocked, so that one
+    sent to the new child early waits for the child's own handler.
+    """
+    # First thing, so a USR1 during boot is harmless too. A handler, not
+    # SIG_IGN, which a program this child execs would inherit.
+    signal.signal(signal.SIGUSR1, lambda number, frame: None)
+    names: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for name in HANDLED:
+        signal.signal(getattr(signal, f"SIG{name}"), lambda number, frame: names.put(signal.Signals(number).name[3:]))
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    config.queues = list(assignment.queues)
+    config.concurrency = assignment.concurrency
+    try:
+        config.redis_pool.ping()
+    except Exception as exc:
+        config.logger.error(
+            "swarm child %s: Redis at %s is unreachable (%s); exiting to be respawned",
+            os.getpid(),
+            mask_url(str(config.redis["url"])),
+            exc,
+        )
+        return UNREACHABLE_EXIT
+    boot.validate(config)
+    config.on("heartbeat", lambda: _report_heartbeat(beat_fd))
+    launcher = Launcher(config, on_signal=names.put)
+    launcher.run(quiet=quiet)
+    return _serve(config, launcher, names)
+
+
+def _report_heartbeat(fd: int) -> None:
+    """Tell the parent, once, that this child's first heartbeat reached Redis."""
+    try:
+        os.write(fd, b"\x01")
+    except OSError:  # the parent is gone: nobody to tell, and the child works on
+        pass
+    finally:
+        os.close(fd)
+
+
+def _serve(config: Config, launcher: Launcher, names: queue.SimpleQueue[str]) -> int:
+    """Act on signals (from the parent, or from Redis via the heartbeat) until told to stop."""
+    while True:
+        try:
+            name = names.get(timeout=1.0)
+        except queue.Empty:
+            continue
+        if name in ("TERM", "INT"):
+            config.logger.info("received %s, shutting down", name)
+            launcher.stop()
+            return 0
+        if name == "TSTP":
+            launcher.quiet()
+        elif name == "USR2":
+            reopen(config.logger)
+        else:
+            config.logger.warning("ignoring unknown signal %r", name)
