@@ -1,0 +1,393 @@
+"""The swarm with real forks, real signals and a real server.
+
+Each test starts ``python -m wurk_swarm -r tests.swarm.swarm_app`` (the
+``wurkswarm`` command) in a session of its own, drives it with signals and
+judges the outcome from outside: the jobs' evidence file, the keyspace
+(``processes`` and the process hashes), the parent's log and its exit status.
+Whatever happens, the fixture KILLs the whole session it started (the parent
+and every child it forked), so no test leaves a worker behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis as redis_py
+
+from tests.helpers import ROOT, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+APP = "tests.swarm.swarm_app"
+NOTE = "tests.swarm.swarm_app.Note"
+HOG = "tests.swarm.swarm_app.Hog"
+FAST = {"SWARM_HEARTBEAT": "0.5", "SWARM_SCHEDULER_POLL": "0.5", "SWARM_FETCH_POLL": "0.5", "WURK_LEADER": "false"}
+
+
+class Swarm:
+    """One ``wurkswarm`` parent, its log, and the evidence its children's jobs leave."""
+
+    def __init__(self, tmp: Path, redis_url: str, args: list[str], env: dict[str, str]) -> None:
+        self.log = tmp / "swarm.log"
+        self.evidence = tmp / "evidence.jsonl"
+        full_env = {
+            **os.environ,
+            **FAST,
+            "REDIS_URL": redis_url,
+            "PYTHONPATH": str(ROOT),
+            "SWARM_EVIDENCE": str(self.evidence),
+            **env,
+        }
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "wurk_swarm", "-r", APP, *args],
+                env=full_env,
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal(self, signum: int) -> None:
+        self.proc.send_signal(signum)
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
+
+    def text(self) -> str:
+        return self.log.read_text("utf-8", "replace") if self.log.exists() else ""
+
+    def slots(self) -> dict[int, int]:
+        """pid -> slot, for every child the parent has forked so far."""
+        return {int(pid): int(slot) for pid, slot in re.findall(r"child (\d+) started for slot (\d+)", self.text())}
+
+    def events(self) -> list[dict[str, Any]]:
+        if not self.evidence.exists():
+            return []
+        return [json.loads(line) for line in self.evidence.read_text("utf-8").split("\n")[:-1]]
+
+    def jids(self, event: str) -> set[str]:
+        return {entry["jid"] for entry in self.events() if entry["event"] == event}
+
+    def cleanup(self) -> None:
+        """KILL the session: the parent and every child it forked, even mid-test."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def swarms(redis_url: str, tmp_path: Path) -> Iterator[Any]:
+    started: list[Swarm] = []
+
+    def start(*args: str, **env: str) -> Swarm:
+        folder = tmp_path / f"swarm-{len(started)}"
+        folder.mkdir()
+        swarm = Swarm(folder, env.pop("redis_url", redis_url), list(args), env)
+        started.append(swarm)
+        return swarm
+
+    yield start
+    for swarm in started:
+        swarm.cleanup()  # also when the parent is gone: an orphaned child would still be in its group
+
+
+def push(client: redis_py.Redis, job_class: str, *arglists: list[Any], queue: str = "default") -> list[str]:
+    now = int(time.time() * 1000)
+    jobs = [
+        {
+            "class": job_class,
+            "queue": queue,
+            "args": list(args),
+            "retry": True,
+            "jid": os.urandom(12).hex(),
+            "created_at": now,
+            "enqueued_at": now,
+        }
+        for args in arglists
+    ]
+    pipe = client.pipeline(transaction=False)
+    pipe.sadd("queues", queue)
+    for job in jobs:
+        pipe.lpush(f"queue:{queue}", json.dumps(job))
+    pipe.execute()
+    return [job["jid"] for job in jobs]
+
+
+def live_pids(client: redis_py.Redis) -> set[int]:
+    """The pids of the processes in ``processes`` whose hash is still there."""
+    pids = set()
+    for identity in client.smembers("processes"):
+        if client.exists(identity):
+            pids.add(int(identity.decode().split(":")[-2]))
+    return pids
+
+
+def process_hash(client: redis_py.Redis, pid: int) -> dict[bytes, bytes]:
+    for identity in client.smembers("processes"):
+        if int(identity.decode().split(":")[-2]) == pid:
+            return client.hgetall(identity)
+    return {}
+
+
+def children_of(parent: int) -> set[int]:
+    """The live pids whose parent is ``parent`` (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- the fleet -------------------------------------------------------------------
+
+
+def test_two_children_heartbeat_as_separate_processes_and_run_jobs(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="2")
+    pids = wait_for(lambda: len(live_pids(redis)) == 2 and live_pids(redis), timeout=30)
+    assert isinstance(pids, set)
+    assert swarm.pid not in pids
+    assert pids == children_of(swarm.pid)
+    jids = push(redis, NOTE, *[[n, 0.2] for n in range(12)])
+    wait_for(lambda: swarm.jids("done") == set(jids), timeout=30)
+    assert {entry["pid"] for entry in swarm.events()} == pids  # both children took work
+
+    # USR1 to a child is an explicit no-op: it keeps running and nothing is respawned.
+    child = min(pids)
+    os.kill(child, signal.SIGUSR1)
+    time.sleep(1.0)
+    assert children_of(swarm.pid) == pids
+    assert "respawning" not in swarm.text()
+
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(2 + 5 + 3) == 0
+    assert "every child has exited" in swarm.text()
+    assert redis.scard("processes") == 0
+
+
+def test_kill_9_child_is_respawned_and_its_job_reclaimed_and_completed(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="1")
+    (first,) = wait_for(lambda: live_pids(redis), timeout=30)
+    (jid,) = push(redis, NOTE, ["long", 3])
+    wait_for(lambda: jid in swarm.jids("start"), timeout=30)
+    os.kill(first, signal.SIGKILL)
+
+    wait_for(lambda: jid in swarm.jids("done"), timeout=30)
+    done = [e for e in swarm.events() if e["jid"] == jid and e["event"] == "done"]
+    (second,) = children_of(swarm.pid)
+    assert second != first
+    assert [e["pid"] for e in done] == [second]
+    assert re.search(rf"child {first} of slot 0 killed by SIGKILL after [\d.]+s; respawning in 1s", swarm.text())
+    assert not [key for key in redis.scan_iter(match="queue:default|*") if redis.llen(key)]
+
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
+
+
+def test_term_drains_every_child_within_timeout_plus_grace_and_exits_0(swarms, redis):
+    swarm = swarms("-c", "2", "-t", "2", WURK_COUNT="2")
+    wait_for(lambda: len(live_pids(redis)) == 2, timeout=30)
+    short = push(redis, NOTE, ["short-a", 1], ["short-b", 1])
+    stuck = push(redis, NOTE, ["stuck", 60])
+    wait_for(lambda: set(short + stuck) <= swarm.jids("start"), timeout=30)
+    children = children_of(swarm.pid)
+
+    started = time.monotonic()
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(2 + 5 + 2) == 0
+    assert time.monotonic() - started < 2 + 5
+    assert set(short) <= swarm.jids("done")  # finished within the timeout
+    assert stuck[0] not in swarm.jids("done")
+    assert [json.loads(job)["jid"] for job in redis.lrange("queue:default", 0, -1)] == stuck  # given back
+    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")]
+    assert redis.scard("processes") == 0
+
+
+def test_tstp_is_relayed_and_sticky_across_a_respawn(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="1")
+    (first,) = wait_for(lambda: live_pids(redis), timeout=30)
+    swarm.signal(signal.SIGTSTP)
+    wait_for(lambda: process_hash(redis, first).get(b"quiet") == b"true", timeout=10)
+
+    os.kill(first, signal.SIGKILL)
+    (second,) = wait_for(lambda: children_of(swarm.pid) - {first}, timeout=15)
+    wait_for(lambda: second in live_pids(redis), timeout=15)
+    wait_for(lambda: process_hash(redis, second).get(b"quiet") == b"true", timeout=10)
+    (jid,) = push(redis, NOTE, ["while quiet"])
+    time.sleep(2.0)
+    assert jid not in swarm.jids("start")
+    assert redis.llen("queue:default") == 1
+    assert re.search(rf"child {second} started for slot 0 \(queues default, concurrency 1, quiet\)", swarm.text())
+
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
+
+
+def test_usr2_is_relayed_so_every_process_reopens_its_log(swarms, redis, tmp_path):
+    log = tmp_path / "rotated.log"
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="2", SWARM_LOG=str(log))
+    wait_for(lambda: len(live_pids(redis)) == 2, timeout=30)
+    wait_for(lambda: log.exists() and log.read_text().count("starting 1 threads") == 2, timeout=10)
+    log.rename(tmp_path / "rotated.log.1")  # what logrotate does
+    swarm.signal(signal.SIGUSR2)
+    wait_for(log.exists, timeout=10)  # the parent reopened at once
+    jids = push(redis, NOTE, *[[n, 0.3] for n in range(8)])
+    wait_for(lambda: swarm.jids("done") == set(jids), timeout=30)
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
+    text = log.read_text()
+    for pid in {entry["pid"] for entry in swarm.events()}:
+        assert f"pid={pid} " in text  # each child writes to the new file
+    assert "swarm: received TERM" in text
+
+
+def test_a_child_that_cannot_reach_redis_crashes_and_is_respawned_with_backoff(swarms):
+    url = f"redis://127.0.0.1:{closed_port()}/0"
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="1", redis_url=url)
+    wait_for(lambda: "respawning in 2s" in swarm.text(), timeout=20)
+    text = swarm.text()
+    assert re.search(r"swarm child \d+: Redis at redis://127\.0\.0\.1:\d+/0 is unreachable .*respawned", text)
+    assert re.search(r"child \d+ of slot 0 status 1 after [\d.]+s; respawning in 1s", text)
+    assert re.search(r"child \d+ of slot 0 status 1 after [\d.]+s; respawning in 2s", text)
+    assert swarm.proc.poll() is None  # the parent itself needs no Redis
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
+
+
+# -- rolling restarts and memory ------------------------------------------------------------
+
+
+class Load:
+    """Keeps the queue fed with short jobs and samples the live processes, on two threads."""
+
+    def __init__(self, redis_url: str) -> None:
+        self.client = redis_py.Redis.from_url(redis_url)
+        self.pushed: list[str] = []
+        self.samples: list[set[int]] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.feed), threading.Thread(target=self.sample)]
+        for thread in self.threads:
+            thread.start()
+
+    def feed(self) -> None:
+        number = 0
+        while not self.stop.is_set():
+            self.pushed += push(self.client, NOTE, [f"load-{number}", 0.05])
+            number += 1
+            time.sleep(0.02)
+
+    def sample(self) -> None:
+        while not self.stop.is_set():
+            self.samples.append(live_pids(self.client))
+            time.sleep(0.05)
+
+    def end(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+        self.client.close()
+
+
+@pytest.mark.slow
+def test_usr1_replaces_every_child_with_a_slot_always_staffed_and_no_job_lost(swarms, redis, redis_url):
+    swarm = swarms("-c", "2", "-t", "3", WURK_COUNT="2")
+    first = wait_for(lambda: len(live_pids(redis)) == 2 and live_pids(redis), timeout=30)
+    assert isinstance(first, set)
+    load = Load(redis_url)
+    try:
+        time.sleep(1.0)
+        swarm.signal(signal.SIGUSR1)
+        wait_for(lambda: swarm.text().count("restarted") == 2, timeout=60)
+        time.sleep(1.0)
+    finally:
+        load.end()
+    wait_for(lambda: set(load.pushed) <= swarm.jids("done"), timeout=30)
+    slots = swarm.slots()
+    after = children_of(swarm.pid)
+    assert len(after) == 2
+    assert not after & first
+    assert sorted(slots[pid] for pid in after) == [0, 1]
+    assert len(load.samples) > 50
+    for sample in load.samples:
+        staffed = {slots[pid] for pid in sample if pid in slots}
+        assert staffed == {0, 1}, f"a slot had no heartbeating child: {sample}"
+    assert "respawning" not in swarm.text()
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(15) == 0
+
+
+@pytest.mark.slow
+def test_a_child_past_the_memory_limit_is_recycled_gracefully(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "3", WURK_COUNT="1", WURK_MAXMEM_MB="160", SWARM_MEMORY_INTERVAL="0.5")
+    (first,) = wait_for(lambda: live_pids(redis), timeout=30)
+    (hog,) = push(redis, HOG, ["hog", 200])
+    wait_for(lambda: hog in swarm.jids("done"), timeout=30)
+    wait_for(lambda: re.search(rf"child {first} RSS \d+KB >= 163840KB; recycling", swarm.text()), timeout=15)
+    wait_for(lambda: f"child {first} exited; slot 0 restarted" in swarm.text(), timeout=30)
+    (second,) = children_of(swarm.pid)
+    assert second != first
+    (after,) = push(redis, NOTE, ["after recycling"])
+    wait_for(lambda: after in swarm.jids("done"), timeout=30)
+    assert [e["pid"] for e in swarm.events() if e["jid"] == after and e["event"] == "done"] == [second]
+    assert "respawning" not in swarm.text()  # a graceful hand-over, not a crash
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(15) == 0
+
+
+# -- the command line ------------------------------------------------------------------
+
+
+def test_wurk_swarm_and_wurkswarm_take_the_worker_flags():
+    wurk_help = subprocess.run(
+        [sys.executable, "-m", "wurk.cli", "swarm", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    script_help = subprocess.run(
+        [sys.executable, "-m", "wurk_swarm", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for flag in ("-c, --concurrency", "-q, --queue", "-r, --require", "-t, --timeout", "-e, --environment"):
+        assert flag in wurk_help
+        assert flag in script_help
+    for flag in ("-g, --tag", "-C, --config", "-v, --verbose"):
+        assert flag in script_help
+    version = subprocess.run([sys.executable, "-m", "wurk_swarm", "-V"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("wurkswarm ")
+
+
+def test_a_broken_app_fails_in_the_parent_with_one_line(swarms, tmp_path):
+    bad = tmp_path / "broken.py"
+    bad.write_text("raise RuntimeError('no app today')\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "wurk_swarm", "-r", str(bad)], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert "no app today" in result.stderr
