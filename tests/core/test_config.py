@@ -875,9 +875,21 @@ def test_on_redis_error_works_as_a_decorator_and_after_reassignment(config):
 def test_health_check_stores_its_options():
     config = wurk.Config()
     config.health_check(7433)
-    assert config["health_check_options"] == {"port": 7433, "bind": "0.0.0.0", "ready_window": 30}
-    config.health_check(0, bind="127.0.0.1", ready_window=2.5)
-    assert config["health_check_options"] == {"port": 0, "bind": "127.0.0.1", "ready_window": 2.5}
+    assert config["health_check_options"] == {
+        "port": 7433,
+        "bind": "0.0.0.0",
+        "ready_window": 30,
+        "share": False,
+        "retry": 5.0,
+    }
+    config.health_check(0, bind="127.0.0.1", ready_window=2.5, share=True, retry=0.5)
+    assert config["health_check_options"] == {
+        "port": 0,
+        "bind": "127.0.0.1",
+        "ready_window": 2.5,
+        "share": True,
+        "retry": 0.5,
+    }
     config.health_check(65535)
     assert config.dig("health_check_options", "port") == 65535
 
@@ -899,6 +911,16 @@ def test_health_check_ready_window_must_be_positive(window):
     config = wurk.Config()
     with pytest.raises(ConfigurationError, match="ready_window"):
         config.health_check(7433, ready_window=window)
+    assert "health_check_options" not in config
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("share", 1), ("share", "yes"), ("retry", 0), ("retry", -1), ("retry", True)]
+)
+def test_health_check_share_and_retry_are_checked(option, value):
+    config = wurk.Config()
+    with pytest.raises(ConfigurationError, match=option):
+        config.health_check(7433, **{option: value})
     assert "health_check_options" not in config
 
 

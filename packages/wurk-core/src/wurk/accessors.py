@@ -154,15 +154,43 @@ class NamedAccessors:
     def fetch_poll_interval(self, seconds: float) -> None:
         self["fetch_poll_interval"] = seconds
 
-    def health_check(self, port: int, bind: str = "0.0.0.0", ready_window: float = 30) -> None:
-        """Opt in to the ``/live`` and ``/ready`` listener of each worker process."""
+    def health_check(
+        self,
+        port: int,
+        bind: str = "0.0.0.0",
+        ready_window: float = 30,
+        *,
+        share: bool = False,
+        retry: float | None = None,
+    ) -> None:
+        """Opt in to the ``/live`` and ``/ready`` listener of each worker process.
+
+        ``share=True`` is for several processes of one host on one port (a
+        swarm's children): a process that finds the port taken waits and
+        tries every ``retry`` seconds (default ``wurk.health.SHARE_RETRY``)
+        instead of failing its boot, so a survivor takes over the probes.
+        """
+        from wurk.health import SHARE_RETRY
+
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ConfigurationError(f"health_check port must be 0..65535, got {port!r}")
         if not isinstance(bind, str) or not bind.strip():
             raise ConfigurationError(f"health_check bind address must not be empty, got {bind!r}")
         if isinstance(ready_window, bool) or not isinstance(ready_window, int | float) or not ready_window > 0:
             raise ConfigurationError(f"health_check ready_window must be > 0, got {ready_window!r}")
-        self["health_check_options"] = {"port": port, "bind": bind, "ready_window": ready_window}
+        if not isinstance(share, bool):
+            raise ConfigurationError(f"health_check share must be True or False, got {share!r}")
+        if retry is None:
+            retry = SHARE_RETRY
+        if isinstance(retry, bool) or not isinstance(retry, int | float) or not retry > 0:
+            raise ConfigurationError(f"health_check retry must be > 0 seconds, got {retry!r}")
+        self["health_check_options"] = {
+            "port": port,
+            "bind": bind,
+            "ready_window": ready_window,
+            "share": share,
+            "retry": retry,
+        }
 
     def reliable_push(
         self, *, buffer_size: int = 1000, overflow: str = "drop_oldest", drain_interval: float | None = None
