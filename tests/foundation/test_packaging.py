@@ -33,6 +33,9 @@ VERSIONS = {name: (ROOT / "packages" / name / "VERSION").read_text().strip() for
 
 PLUGINS = DISTRIBUTIONS[1:-1]
 
+#: The maturity of the plugins whose feature is built; the others are "1 - Planning" (coming).
+STATUS = {"wurk-swarm": "3 - Alpha"}
+
 
 def hatch_meta():
     spec = importlib.util.spec_from_file_location("hatch_meta", ROOT / "tools" / "hatch_meta.py")
@@ -52,7 +55,8 @@ def test_the_compatible_range_of_core(version, expected):
 def test_every_plugin_declares_a_status_and_only_core_is_pinned_by_the_meta_package():
     for name in PLUGINS:
         text = (ROOT / "packages" / name / "pyproject.toml").read_text()
-        assert '"Development Status :: 1 - Planning"' in text, name  # coming: listed as such by `wurk plugins`
+        status = STATUS.get(name, "1 - Planning")  # coming: listed as such by `wurk plugins`
+        assert f'"Development Status :: {status}"' in text, name
         assert 'internal = ["wurk-core"]' in text, name
     meta = (ROOT / "packages" / "wurk" / "pyproject.toml").read_text()
     assert "pinned = [" in meta
@@ -102,7 +106,7 @@ def test_plugins_require_a_range_of_core_and_the_meta_package_pins_everything(di
     for name in PLUGINS:
         meta = wheel_metadata(dist_dir, name)
         assert core_requirement(meta) == sorted(core_range.split(",")), name
-        assert "Development Status :: 1 - Planning" in meta.get_all("Classifier"), name
+        assert f"Development Status :: {STATUS.get(name, '1 - Planning')}" in meta.get_all("Classifier"), name
     requires = wheel_metadata(dist_dir, "wurk").get_all("Requires-Dist")
     pins = sorted(f"{d}=={VERSIONS[d]}" for d in DISTRIBUTIONS[:-1])
     assert sorted(r for r in requires if "extra" not in r) == pins

@@ -64,3 +64,13 @@ class Hog(wurk.Job):
         if seconds:
             time.sleep(seconds)
         note(self, "done", label)
+
+
+class Spin(wurk.Job):
+    """Burns CPU for ``rounds`` iterations (the GIL-bound work a swarm parallelises)."""
+
+    def perform(self, label, rounds):
+        total = 0
+        for number in range(rounds):
+            total += number * number
+        note(self, "done", label)
