@@ -41,6 +41,9 @@ def tune(config):
     ):
         if os.environ.get(variable):
             config[option] = float(os.environ[variable])
+    if os.environ.get("SWARM_HEALTH_PORT"):
+        # Written as for one process: the swarm switches port sharing on itself.
+        config.health_check(port=int(os.environ["SWARM_HEALTH_PORT"]), bind="127.0.0.1", retry=0.5)
     if os.environ.get("SWARM_LOG"):
         config.logger = build_logger(os.environ["SWARM_LOG"])
 

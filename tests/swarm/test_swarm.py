@@ -19,6 +19,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -391,3 +393,45 @@ def test_a_broken_app_fails_in_the_parent_with_one_line(swarms, tmp_path):
     )
     assert result.returncode == 2
     assert "no app today" in result.stderr
+
+
+def test_the_children_share_the_health_check_port_and_a_survivor_takes_it_over(swarms, redis):
+    port = closed_port()
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="2", SWARM_HEALTH_PORT=str(port))
+    wait_for(lambda: len(live_pids(redis)) == 2, timeout=30)
+
+    def live() -> int | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/live", timeout=2) as response:
+                return response.status
+        except (OSError, urllib.error.HTTPError):
+            return None
+
+    wait_for(lambda: live() == 200, timeout=15)
+    serving = wait_for(lambda: server_pid(port), timeout=10)
+    assert serving in children_of(swarm.pid)
+    os.kill(serving, signal.SIGKILL)
+    wait_for(lambda: live() == 200 and server_pid(port) not in (None, serving), timeout=5)
+    assert "respawning" in swarm.text()  # the killed child is replaced too
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
+
+
+def server_pid(port: int) -> int | None:
+    """The pid holding a listening socket on ``port`` (from /proc/net/tcp and the fd tables)."""
+    inodes = set()
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port and fields[3] == "0A":  # LISTEN
+                inodes.add(fields[9])
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                if os.readlink(f"/proc/{entry}/fd/{fd}").removeprefix("socket:[").rstrip("]") in inodes:
+                    return int(entry)
+        except OSError:
+            continue
+    return None

@@ -24,6 +24,7 @@ from wurk.cli import CONTEXT_SETTINGS, WORKER_OPTIONS, explain
 from wurk.config import Config
 from wurk.defaults import default_config, enter_server_mode
 from wurk.errors import WurkError
+from wurk.health import share_port
 from wurk_swarm import __version__
 from wurk_swarm.supervisor import Supervisor
 from wurk_swarm.topology import configured
@@ -60,6 +61,9 @@ def run_swarm(config: Config, flags: dict[str, Any]) -> int:
     boot.require_app(options["require"])
     # The checks that need no server run here, once; each child runs the rest.
     boot.allow_app_jobs(config)
+    # Every child runs the app's health check on one port: the first to bind
+    # serves, and a survivor takes over when it exits.
+    share_port(config)
     return Supervisor(config, configured(config)).run()
 
 
