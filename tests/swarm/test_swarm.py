@@ -10,9 +10,11 @@ and every child it forked), so no test leaves a worker behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -435,3 +437,37 @@ def server_pid(port: int) -> int | None:
         except OSError:
             continue
     return None
+
+
+def test_the_parent_works_as_pid_1_of_a_container(redis_url, redis, tmp_path):
+    if not shutil.which("unshare"):
+        pytest.skip("unshare is not installed")
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a PID namespace here: {probe.stderr.decode(errors='replace').strip()}")
+    evidence = tmp_path / "evidence.jsonl"
+    env = {**os.environ, **FAST, "REDIS_URL": redis_url, "PYTHONPATH": str(ROOT), "SWARM_EVIDENCE": str(evidence)}
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+    argv += [sys.executable, "-m", "wurk_swarm", "-r", APP, "-c", "1", "-t", "2"]
+    with (tmp_path / "swarm.log").open("wb") as out:
+        proc = subprocess.Popen(
+            argv,
+            env={**env, "WURK_COUNT": "2"},
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        (pid_one,) = wait_for(lambda: children_of(proc.pid), timeout=10)  # the parent, as seen from here
+        wait_for(lambda: len(live_pids(redis)) == 2, timeout=30)
+        assert 1 not in live_pids(redis)  # the children have pids of the namespace; PID 1 is the parent
+        os.kill(pid_one, signal.SIGTSTP)  # PID 1 gets only the signals it has handlers for
+        wait_for(lambda: all(process_hash(redis, pid).get(b"quiet") == b"true" for pid in live_pids(redis)), 10)
+        os.kill(pid_one, signal.SIGTERM)
+        assert proc.wait(2 + 5 + 3) == 0
+        assert redis.scard("processes") == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
