@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 import wurk
 from wurk.errors import ConfigurationError
-from wurk.plugins import DISABLE_ENV
+from wurk.plugins import DISABLE_ENV, Plugins
 
 
 @pytest.fixture
@@ -160,3 +162,37 @@ def test_an_unknown_event_is_refused_by_both_calls(config):
         config.on("reboot", lambda: None)
     with pytest.raises(ConfigurationError, match="'reboot'"):
         config.fire_event("reboot")
+
+
+def test_a_callback_registered_while_the_plugins_load_runs_once(config):
+    seen: list[str] = []
+
+    class Registers:
+        @wurk.hookimpl
+        def wurk_configure(self, config):
+            config.on("startup", lambda: seen.append("startup"))
+
+    plugins = Plugins(entry_points=False)
+    plugins.register(Registers(), name="registers")
+    config.use_plugins(plugins)
+    config.fire_event("startup")
+    config.fire_event("startup")
+    assert seen == ["startup"]
+    assert not [name for name, _ in plugins.manager.list_name_plugin() if name.startswith("config.on:")]
+
+
+def test_disabling_plugins_after_they_loaded_says_it_has_no_effect(config):
+    warnings: list[str] = []
+
+    class Note(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            warnings.append(record.getMessage())
+
+    note = Note()
+    config.logger.addHandler(note)
+    try:
+        _ = config.get("some_option_of_mine", 1)  # a read may load the plugins
+        config["disabled_plugins"] = ["web"]
+    finally:
+        config.logger.removeHandler(note)
+    assert any("disabled_plugins set after the plugins were loaded" in line for line in warnings)

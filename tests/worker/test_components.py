@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+import wurk
 from tests.helpers import wait_for
 from tests.worker.component_app import Noted
 from wurk.component import Component, ComponentRegistry
@@ -75,12 +76,13 @@ def test_stop_wakes_a_sleeping_component_at_once_and_finish_runs_last(config):
 
 def test_the_registry_takes_components_only_once_and_keeps_last_ones_last(config):
     registry = ComponentRegistry()
-    first, health, plugin = (Failing(config) for _ in range(3))
-    health.name, plugin.name = "health", "plugin"
+    first, health, plugin, beat = (Failing(config) for _ in range(4))
+    health.name, plugin.name, beat.name = "health", "plugin", "beat"
     registry.add(first)
     registry.add(health, last=True)
     registry.add(plugin)
-    assert [c.name for c in registry] == ["failing", "plugin", "health"]
+    registry.add(beat, first=True)
+    assert [c.name for c in registry] == ["beat", "failing", "plugin", "health"]
     assert registry.named("plugin") is plugin
     with pytest.raises(ValueError, match="already registered"):
         registry.add(plugin)
@@ -124,3 +126,28 @@ def test_a_wedged_component_does_not_hold_the_process_past_its_timeout(component
     assert lines(redis, worker.pid)[-2:] == ["finish True", "exit"]
     assert redis.scard("processes") == 0
     assert "component stuck did not stop within the shutdown timeout" in worker.output()
+
+
+def test_a_component_that_cannot_start_takes_the_started_ones_down_with_the_boot(config, redis):
+    from wurk.launcher import Launcher
+
+    class Broken(Component):
+        name = "broken"
+
+        def start(self) -> None:
+            raise OSError("port 7433 is taken")
+
+    class Adds:
+        @wurk.hookimpl
+        def wurk_register_components(self, components, runtime):
+            components.add(Broken(runtime.config))
+
+    config.plugins.register(Adds(), name="adds-broken")
+    launcher = Launcher(config)
+    with pytest.raises(OSError, match="port 7433 is taken"):
+        launcher.run()
+    started = [c for c in launcher.components if c.name != "broken"]
+    assert started  # the heartbeat, the scheduler, the leader… had started
+    assert not any(c.running for c in started)
+    assert redis.scard("processes") == 0  # the heartbeat left again
+    assert redis.get("dear-leader") is None

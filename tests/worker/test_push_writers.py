@@ -18,7 +18,7 @@ import wurk
 from tests.helpers import ROOT, new_server
 from wurk import testing
 from wurk.outage import BatchNotBufferedError, NotReplayableError
-from wurk.scheduled import Enq, ReliableEnq
+from wurk.scheduled import Enq, ReliableEnq, _Fence
 from wurk.transactional import TransactionAwareClient
 from wurk.writers import PUSH, PushWriter, PushWriterRegistry, core_commands
 
@@ -370,6 +370,44 @@ def test_two_reliable_promoters_racing_never_promote_a_job_twice(config, redis, 
     assert sum(moved) == count
     assert sorted(n for _, ns in ledger.written for n in ns) == list(range(0, count, 3))
     assert redis.zcard("schedule") == 0
+
+
+class TakesALock(wurk.ClientMiddleware):
+    """A middleware deciding with a side effect, as unique jobs do: the first
+    push of a jid takes its lock, any other halts."""
+
+    def call(self, job_class, job, queue, redis_pool, call_next):
+        if not redis_pool.client.set(f"lock:{job['jid']}", "1", nx=True, ex=60):
+            return None
+        return call_next()
+
+
+def test_one_process_at_a_time_promotes_through_the_middleware(config, redis):
+    config.client_middleware.add(TakesALock)
+    due(redis, payload(1))
+    redis.set("promote-lock:schedule", "another-promoter", px=30_000)
+    assert ReliableEnq(config).enqueue_jobs(("schedule",)) == 0  # its turn is not now
+    assert redis.zcard("schedule") == 1
+    assert redis.keys("lock:*") == []  # the middleware did not even run
+    redis.delete("promote-lock:schedule")
+    assert ReliableEnq(config).enqueue_jobs(("schedule",)) == 1
+    assert [job["args"] for job in queued(redis)] == [[1]]
+    assert redis.get("promote-lock:schedule") is None  # given back after the pass
+
+
+def test_a_promoter_whose_lease_ran_out_writes_nothing(config, redis):
+    """A promoter paused past its lease must not decide a member's fate: the
+    one that took the lock over may have chained it differently."""
+    config.client_middleware.add(TakesALock)
+    due(redis, payload(1))
+    late = ReliableEnq(config)
+    members = redis.zrangebyscore("schedule", "-inf", "+inf", withscores=True)
+    chained = late._chain(members)  # chained while it held the lock ...
+    redis.set("promote-lock:schedule", "the-successor", px=30_000)  # ... which then passed on
+    fence = _Fence("promote-lock:schedule", "the-paused-one")
+    assert late._push_entries("schedule", fence, chained.entries) == -1
+    assert redis.zcard("schedule") == 1
+    assert queued(redis) == []
 
 
 # -- no batch rule left in core ------------------------------------------------------------

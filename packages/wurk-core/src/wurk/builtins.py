@@ -70,7 +70,7 @@ def wurk_register_components(components: ComponentRegistry, runtime: Runtime) ->
 
     config = runtime.config
     served = list(dict.fromkeys(name for capsule in config.capsules.values() for name in capsule.weights))
-    components.add(Heartbeat(runtime))
+    components.add(Heartbeat(runtime), first=True)
     components.add(Poller(config))
     components.add(Reaper(config, runtime.identity, served))
     components.add(runtime.leader)

@@ -231,7 +231,11 @@ class Client:
         if not writers.plugged:
             self.deliver(writers.core, list(payloads), pool, origin)
             return
-        for writer, group in writers.route(payloads, origin):
+        # Writers whose payloads cannot be held back go first: when one of
+        # them fails (Redis away), the push raises before anything else of it
+        # was written or buffered.
+        groups = sorted(writers.route(payloads, origin), key=lambda routed: routed[0].replayable)
+        for writer, group in groups:
             self.deliver(writer, group, pool, origin)
 
     def deliver(self, writer: PushWriter, payloads: list[Payload], pool: RedisPool, origin: str) -> None:

@@ -175,16 +175,19 @@ class Component:
 class ComponentRegistry:
     """The components of one worker process, in start order.
 
-    ``add(component, last=True)`` keeps a component after every other one
-    however late it is added: core's health check goes there, so that
-    "ready" means everything before it runs.
+    ``add(component, first=True)`` keeps a component before every other one
+    however early another is added: core's heartbeat goes there, so the
+    process is visible before anything acts and leaves after everything
+    stopped. ``last=True`` keeps one after all others: core's health check,
+    so that "ready" means everything before it runs.
     """
 
     def __init__(self) -> None:
+        self._first: list[Component] = []
         self._items: list[Component] = []
         self._last: list[Component] = []
 
-    def add(self, component: Component, *, last: bool = False) -> Component:
+    def add(self, component: Component, *, first: bool = False, last: bool = False) -> Component:
         if not isinstance(component, Component):
             raise TypeError(
                 f"components.add() takes a wurk.Component, got {component!r}; "
@@ -192,14 +195,16 @@ class ComponentRegistry:
             )
         if any(existing is component for existing in self):
             raise ValueError(f"component {component.name!r} is already registered")
-        (self._last if last else self._items).append(component)
+        if first and last:
+            raise ValueError("a component is added first or last, not both")
+        (self._first if first else self._last if last else self._items).append(component)
         return component
 
     def __iter__(self) -> Iterator[Component]:
-        return iter([*self._items, *self._last])
+        return iter([*self._first, *self._items, *self._last])
 
     def __len__(self) -> int:
-        return len(self._items) + len(self._last)
+        return len(self._first) + len(self._items) + len(self._last)
 
     def named(self, name: str) -> Component | None:
         return next((component for component in self if component.name == name), None)

@@ -108,6 +108,12 @@ class Config(NamedAccessors):
         elif key == "queues":
             self.queues = value
         else:
+            if key == "disabled_plugins" and self._plugins is not None:
+                self.logger.warning(
+                    "disabled_plugins set after the plugins were loaded (by an earlier read, push or "
+                    "plugins call): it has no effect in this process; set it first, or pass "
+                    "Config(disabled_plugins=...) or WURK_DISABLE_PLUGINS"
+                )
             setting = self._keys.settings.get(key)
             if setting is None and key not in self._options:
                 self._keys.note_unknown(key)
@@ -286,6 +292,7 @@ class Config(NamedAccessors):
         self._statsd.reset_after_fork()
         self.outage_log = OutageLog(self)
         self._services.reset_after_fork()
+        self._events.reset_after_fork()
 
     # -- errors ---------------------------------------------------------------
 

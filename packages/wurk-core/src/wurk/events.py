@@ -77,6 +77,8 @@ class Events:
         self._lock = threading.RLock()
         self._registered: dict[str, list[Callback]] = {event: [] for event in LIFECYCLE_EVENTS}
         self._numbers = itertools.count(1)
+        #: The plugin manager the registered callbacks belong to.
+        self._attached: Plugins | None = None
         # Whether the dispatch running on this thread re-raises: the callbacks
         # are called by Plugins.fire, which passes them the configuration only.
         self._local = threading.local()
@@ -98,12 +100,25 @@ class Events:
     def attach(self, plugins: Plugins) -> None:
         """Register every listed callback with a plugin manager just loaded."""
         with self._lock:
-            self._registered = {event: [] for event in LIFECYCLE_EVENTS}
             for event in LIFECYCLE_EVENTS:
                 self._sync(plugins, event)
 
+    def reset_after_fork(self) -> None:
+        """In a forked child: a parent thread may have held the lock (a beat
+        being dispatched), and would never release it here."""
+        self._lock = threading.RLock()
+        self._local = threading.local()
+
     def _sync(self, plugins: Plugins, event: str) -> None:
-        """Make the registered callback plugins match ``lifecycle_events[event]``."""
+        """Make the registered callback plugins match ``lifecycle_events[event]``.
+
+        Callbacks registered with another manager are not this one's: a new
+        manager (``use_plugins``) starts from none. One registered with this
+        manager while it was loading (``config.on`` inside a plugin's
+        ``wurk_configure``) is kept, not registered a second time."""
+        if plugins is not self._attached:
+            self._registered = {name: [] for name in LIFECYCLE_EVENTS}
+            self._attached = plugins
         wanted = list(self._lists()[event])
         current = self._registered[event]
         if len(wanted) == len(current) and all(c.callback is fn for c, fn in zip(current, wanted, strict=True)):

@@ -61,3 +61,9 @@ def running_suspects(identity: str) -> str:
     """SET of the suspects a process is running right now: what the reaper
     counts against if that process dies too."""
     return f"super_fetch:running:{identity}"
+
+
+def promote_lock(sorted_set: str) -> str:
+    """STRING lock (a random token, with a lease) held by the one process
+    promoting ``sorted_set`` through the client middleware."""
+    return f"promote-lock:{sorted_set}"

@@ -113,8 +113,17 @@ class Launcher:
             for capsule in config.capsules.values()
         ]
         config.plugins.call.register_components(self.components, runtime)
-        for component in self.components:
-            component.start()
+        started: list[Component] = []
+        try:
+            for component in self.components:
+                component.start()
+                started.append(component)
+        except BaseException:
+            # The boot fails: what did start must not outlive it (a leader
+            # holding its lock until the lease runs out, a beat that says
+            # the process is alive).
+            self._stop_started(started)
+            raise
         if quiet:
             self.quiet()
         for manager in runtime.managers:
@@ -155,6 +164,14 @@ class Launcher:
         self.runtime.identity.unregister()
         self.config.fire_event("exit")
         self.config.logger.info("bye")
+
+    def _stop_started(self, started: list[Component]) -> None:
+        deadline = time.monotonic() + COMPONENT_GRACE
+        for component in reversed(started):
+            self._guarded(component, component.request_stop)
+        for component in reversed(started):
+            component.join(deadline)
+            self._guarded(component, component.finish)
 
     def _stop_components(self, deadline: float) -> None:
         """Ask all to stop at once, then wait for each within one deadline, so

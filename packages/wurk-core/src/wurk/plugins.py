@@ -273,7 +273,11 @@ class Plugins:
         ``config.on`` callbacks riding the same dispatch are not plugins."""
         from wurk.events import NAME_PREFIX
 
-        return [name for name, _ in self._pm.list_name_plugin() if not name.startswith(NAME_PREFIX)]
+        return [
+            name
+            for name, plugin in self._pm.list_name_plugin()
+            if plugin is not None and not name.startswith(NAME_PREFIX)  # None: a disabled (blocked) plugin
+        ]
 
     def is_enabled(self, name: str) -> bool:
         return self._pm.get_plugin(name) is not None

@@ -49,6 +49,7 @@ class Runtime:
     last_beat: float | None = None
     _quiet: threading.Event = field(default_factory=threading.Event, repr=False)
     _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
+    _once: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def quieted(self) -> bool:
@@ -62,18 +63,14 @@ class Runtime:
 
     def mark_quiet(self) -> bool:
         """Record the quiet; whether this call was the first to."""
-        return _set_once(self._quiet)
+        return self._set_once(self._quiet)
 
     def mark_stopping(self) -> bool:
-        return _set_once(self._stopping)
+        return self._set_once(self._stopping)
 
-
-_ONCE = threading.Lock()
-
-
-def _set_once(event: threading.Event) -> bool:
-    with _ONCE:
-        if event.is_set():
-            return False
-        event.set()
-        return True
+    def _set_once(self, event: threading.Event) -> bool:
+        with self._once:
+            if event.is_set():
+                return False
+            event.set()
+            return True

@@ -16,15 +16,20 @@ Two promoters:
 * :class:`ReliableEnq` (``config.reliable_scheduler()``) never holds a job
   only in memory, 500 jobs per call. With no client middleware and no plugin
   push writer, one script pushes before it removes: a crash can at worst
-  deliver a job twice. Otherwise it reads the due members without removing
-  them, runs each through the client middleware, and one script removes each
-  member that is still there and pushes it, so two promoters racing never
-  both push a job and a crash before the script loses nothing.
+  deliver a job twice. Otherwise one process at a time promotes each
+  sorted set (a lock with a lease, checked by every write, so a paused
+  holder's late write is refused): it reads the due members without
+  removing them, runs each through the client middleware, and one script
+  removes each member that is still there and pushes it. A crash before the
+  script loses nothing; members a plugin push writer claims are written
+  first and removed after, so a crash in between delivers them twice at
+  worst.
 """
 
 from __future__ import annotations
 
 import random
+import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,6 +47,10 @@ if TYPE_CHECKING:
 
 SORTED_SETS = (keys.RETRY, keys.SCHEDULE)
 PROMOTE_BATCH = 500
+#: The chained promoter's lock lease, renewed by each script call: long enough
+#: for one batch through the middleware, short enough that a crashed
+#: promoter's lock is soon taken over.
+PROMOTE_LEASE_MS = 30_000
 INITIAL_JITTER = 5.0
 CLEANUP_LOCK_SECONDS = 60
 #: Where a member with no readable queue goes (as in core.promote).
@@ -122,22 +131,40 @@ class ReliableEnq(Enq):
         )
 
     def _promote_chained(self, sorted_set: str) -> int:
-        """Promote every due member through the client middleware; how many were pushed."""
+        """Promote every due member through the client middleware; how many
+        were pushed. Another process promoting this set now: nothing to do.
+
+        One promoter at a time, because middleware decides with side effects
+        (a unique lock, a limiter slot): two promoters chaining one member
+        could both halt it, each on the other's lock, and the job would be
+        removed by one and pushed by neither."""
         pool = self.config.redis_pool
+        fence = _Fence(keys.promote_lock(sorted_set), secrets.token_hex(12))
+        if not pool.execute(lambda conn: conn.set(fence.lock, fence.token, nx=True, px=PROMOTE_LEASE_MS)):
+            return 0
         moved = skipped = 0
-        while not self.done:
-            due = pool.execute(partial(_read_due, sorted_set=sorted_set, offset=skipped))
-            if not due:
-                break
-            chained = self._chain(due)
-            moved += self._push_entries(sorted_set, chained.entries)
-            for writer, members in chained.claimed.items():
-                pushed, put_back = self._hand_over(sorted_set, writer, members)
+        try:
+            while not self.done:
+                due = pool.execute(partial(_read_due, sorted_set=sorted_set, offset=skipped))
+                if not due:
+                    break
+                chained = self._chain(due)
+                for writer, members in chained.claimed.items():
+                    written, kept = self._hand_over(writer, members)
+                    chained.entries += written
+                    moved += len(written)
+                    chained.kept += kept
+                pushed = self._push_entries(sorted_set, fence, chained.entries)
+                if pushed < 0:
+                    break  # the lease ran out and someone else promotes now
                 moved += pushed
-                chained.kept += put_back
-            skipped += chained.kept
-            if len(due) < PROMOTE_BATCH:
-                break
+                skipped += chained.kept
+                if len(due) < PROMOTE_BATCH:
+                    break
+        finally:
+            pool.execute(
+                lambda conn: self.config.scripts.call("core.leader_release", conn, [fence.lock], [fence.token])
+            )
         return moved
 
     def _chain(self, due: Sequence[tuple[bytes | str, float]]) -> _Chained:
@@ -169,49 +196,42 @@ class ReliableEnq(Enq):
                 chained.claimed.setdefault(writer, []).append((member, score, payload))
         return chained
 
-    def _push_entries(self, sorted_set: str, entries: list[tuple[str | bytes, str, str | bytes]]) -> int:
+    def _push_entries(self, sorted_set: str, fence: _Fence, entries: list[tuple[str | bytes, str, str | bytes]]) -> int:
+        """Run the promotion script on ``entries``; how many it pushed, or -1
+        when the lock is no longer ours (then it did nothing)."""
         if not entries:
             return 0
         queues = [keys.queue(queue) for _, queue, _ in entries]
-        args = [value for entry in entries for value in entry]
+        args = [fence.token, PROMOTE_LEASE_MS, *(value for entry in entries for value in entry)]
         return int(
             self.config.redis_pool.execute(
                 lambda conn: self.config.scripts.call(
-                    "core.promote_chained", conn, [sorted_set, keys.QUEUES, *queues], args
+                    "core.promote_chained", conn, [sorted_set, keys.QUEUES, fence.lock, *queues], args
                 )
             )
         )
 
     def _hand_over(
-        self, sorted_set: str, writer: PushWriter, members: list[tuple[str | bytes, float, Payload]]
-    ) -> tuple[int, int]:
-        """Give a plugin writer the members this promoter removed first (a
-        racing promoter's ``ZREM`` returns 0, so it never writes them too);
-        how many were written, and how many were put back.
-
-        A failed write puts its members back. The window: a crash between the
-        removal and the writer's write, or a lost connection while putting
-        back, loses those members, as with :class:`Enq`.
-        """
-        pool = self.config.redis_pool
-
-        def remove(conn: Any) -> list[Any]:
-            pipe = conn.pipeline(transaction=False)
-            for member, _, _ in members:
-                pipe.zrem(sorted_set, member)
-            return list(pipe.execute())
-
-        won = [entry for entry, removed in zip(members, pool.execute(remove), strict=True) if removed]
-        if not won:
-            return 0, 0
+        self, writer: PushWriter, members: list[tuple[str | bytes, float, Payload]]
+    ) -> tuple[list[tuple[str | bytes, str, str | bytes]], int]:
+        """Give a plugin writer its members before they leave the sorted set:
+        the entries that remove them once written (nothing left to push), and
+        how many stay for a later pass because the write failed. A crash
+        between the write and the removal delivers them twice at worst."""
         try:
-            writer.write([payload for _, _, payload in won], pool, PROMOTE)
+            writer.write([payload for _, _, payload in members], self.config.redis_pool, PROMOTE)
         except Exception as exc:
-            scores = {member.encode() if isinstance(member, str) else member: score for member, score, _ in won}
-            pool.execute(lambda conn: conn.zadd(sorted_set, scores))
             self.config.handle_exception(exc, {"context": "scheduler_promote", "writer": writer.name})
-            return 0, len(won)
-        return len(won), 0
+            return [], len(members)
+        return [(member, payload["queue"], "") for member, _, payload in members], 0
+
+
+@dataclass(frozen=True)
+class _Fence:
+    """The promotion lock of one sorted set, and the token that says it is ours."""
+
+    lock: str
+    token: str
 
 
 def _read_due(conn: Any, *, sorted_set: str, offset: int) -> list[tuple[bytes, float]]:

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from wurk.config import Config
 
 #: Services that describe the process that registered them: a forked child
-#: must not report its parent's worker counters as its own (its own launcher
-#: registers fresh ones).
-PER_PROCESS = ("process_stats",)
+#: must not report its parent's worker counters as its own, nor answer that
+#: it leads because its parent did (its own launcher registers fresh ones).
+PER_PROCESS = ("process_stats", "leader")
 
 
 class Services:
