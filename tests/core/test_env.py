@@ -6,20 +6,11 @@ process environment (with ``monkeypatch``) to prove the default source.
 
 from __future__ import annotations
 
-import os
 import socket
 
 import pytest
 
 from wurk import env
-
-
-@pytest.fixture
-def cpus(monkeypatch):
-    """Pin the CPU count so that the fraction arithmetic is predictable."""
-    monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    return 8
-
 
 # -- the WURK_* / SIDEKIQ_* lookup ------------------------------------------------
 
@@ -68,50 +59,6 @@ def test_get_reads_the_process_environment_by_default(monkeypatch):
 )
 def test_truthy(value, expected):
     assert env.truthy(value) is expected
-
-
-# -- WURK_COUNT -------------------------------------------------------------------
-
-
-def test_count_defaults_to_the_cpu_count(cpus):
-    assert env.child_count({}) == cpus
-
-
-@pytest.mark.parametrize(("value", "expected"), [("1", 1), ("3", 3), ("16", 16), (" 2 ", 2), ("2.0", 2)])
-def test_count_whole_number_is_a_process_count(cpus, value, expected):
-    assert env.child_count({"WURK_COUNT": value}) == expected
-
-
-@pytest.mark.parametrize(("value", "expected"), [("0.5", 4), ("0.25", 2), ("1.5", 12), ("0.3", 2)])
-def test_count_fraction_is_a_multiple_of_the_cpu_count(cpus, value, expected):
-    assert env.child_count({"WURK_COUNT": value}) == expected
-
-
-def test_count_fraction_rounds_half_up(monkeypatch):
-    monkeypatch.setattr(os, "cpu_count", lambda: 5)
-    assert env.child_count({"WURK_COUNT": "0.5"}) == 3  # 2.5 processes round to 3, not to 2
-    assert env.child_count({"WURK_COUNT": "0.3"}) == 2  # 1.5 → 2
-
-
-@pytest.mark.parametrize("value", ["0", "-3", "0.01", "-0.5"])
-def test_count_is_floored_at_one(cpus, value):
-    assert env.child_count({"WURK_COUNT": value}) == 1
-
-
-@pytest.mark.parametrize("value", ["", "  ", "many", "3 processes", "nan", "inf", "-inf"])
-def test_unparseable_count_means_the_cpu_count(cpus, value):
-    assert env.child_count({"WURK_COUNT": value}) == cpus
-
-
-def test_count_reads_the_sidekiq_alias_second(cpus):
-    assert env.child_count({"SIDEKIQ_COUNT": "2"}) == 2
-    assert env.child_count({"WURK_COUNT": "3", "SIDEKIQ_COUNT": "2"}) == 3
-
-
-def test_unknown_cpu_count_counts_as_one(monkeypatch):
-    monkeypatch.setattr(os, "cpu_count", lambda: None)
-    assert env.child_count({}) == 1
-    assert env.child_count({"WURK_COUNT": "0.5"}) == 1
 
 
 # -- WURK_MAXMEM_MB ---------------------------------------------------------------

@@ -8,7 +8,6 @@ embedding host can change them before the component that needs them starts.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 
@@ -27,25 +26,6 @@ def get(name: str, environ: Mapping[str, str] | None = None) -> str | None:
 def truthy(value: str | None) -> bool:
     """The guides' reading of a flag: unset, empty, 0, false, no and off are off."""
     return value is not None and value.strip().lower() not in FALSE_STRINGS
-
-
-def child_count(environ: Mapping[str, str] | None = None) -> int:
-    """Swarm size from ``WURK_COUNT``: a whole number is a process count, a
-    fraction a multiple of the CPU count; unparseable means the CPU count."""
-    cpus = os.cpu_count() or 1
-    raw = get("COUNT", environ)
-    if raw is None or not raw.strip():
-        return cpus
-    try:
-        number = float(raw)
-    except ValueError:
-        return cpus
-    if not math.isfinite(number):
-        return cpus
-    # Half rounds up (0.5 of 5 CPUs is 3), as the guides' examples do; Python's
-    # round() would give 2.
-    count = int(number) if number.is_integer() else math.floor(cpus * number + 0.5)
-    return max(1, count)
 
 
 def memory_limit_mb(environ: Mapping[str, str] | None = None) -> int | None:
