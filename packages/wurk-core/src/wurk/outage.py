@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
 
+from wurk.component import Component
 from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
 from wurk.redis_pool import PoolTimeoutError
 
@@ -222,8 +223,7 @@ class OutageBuffer:
         self.config = config
         self._items: collections.deque[tuple[Payload, Writer]] = collections.deque()
         self._lock = threading.RLock()
-        self._drainer: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._drainer: Drainer | None = None
         #: Jobs buffered and dropped since the buffer was last empty, for the
         #: line that reports the replay.
         self._buffered = 0
@@ -246,7 +246,6 @@ class OutageBuffer:
         self._buffered = self._dropped = 0
         self._lock = threading.RLock()
         self._drainer = None
-        self._stop = threading.Event()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -323,24 +322,30 @@ class OutageBuffer:
             raise ConfigurationError(f"drain interval must be > 0, got {interval!r}")
         if self.drainer_running():
             return
-        self._stop.clear()
-        self._drainer = threading.Thread(target=self._drain_loop, args=(interval,), name="wurk-outage-drainer")
-        self._drainer.daemon = True
+        self._drainer = Drainer(self, interval)
         self._drainer.start()
 
-    def _drain_loop(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            if self._items:
-                try:
-                    self.drain()
-                except Exception as exc:
-                    self.config.handle_exception(exc, {"context": "outage buffer drainer"})
-
     def drainer_running(self) -> bool:
-        return self._drainer is not None and self._drainer.is_alive()
+        return self._drainer is not None and self._drainer.running
 
     def stop_drainer(self) -> None:
-        self._stop.set()
         drainer, self._drainer = self._drainer, None
         if drainer is not None:
-            drainer.join(timeout=5)
+            drainer.stop()
+
+
+class Drainer(Component):
+    """Replays a buffer on a timer, for a producer that went quiet: its jobs
+    should not wait in memory for a push that may never come."""
+
+    name = "wurk-outage-drainer"
+    context = "outage buffer drainer"
+
+    def __init__(self, buffer: OutageBuffer, interval: float) -> None:
+        super().__init__(buffer.config)
+        self.buffer = buffer
+        self.interval = interval
+
+    def tick(self) -> None:
+        if len(self.buffer):
+            self.buffer.drain()
