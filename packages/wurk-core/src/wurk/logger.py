@@ -18,15 +18,14 @@ Three formatters, as in the guides:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from types import MappingProxyType
 from typing import Any
 
@@ -40,17 +39,32 @@ def current_context() -> Mapping[str, Any]:
     return _context.get()
 
 
-@contextlib.contextmanager
-def with_context(**values: Any) -> Iterator[None]:
+class LogContext:
+    """The log context of a block: ``values`` added to the outer context
+    while it runs. A class rather than a generator-based context manager,
+    since every job enters one."""
+
+    __slots__ = ("_token", "values")
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self.values = values
+        self._token: Token[Mapping[str, Any]] | None = None
+
+    def __enter__(self) -> None:
+        merged = {**_context.get(), **{key: value for key, value in self.values.items() if value is not None}}
+        # Read-only, so that code holding current_context() cannot change the
+        # context of the block it came from (or of the tasks that inherited it).
+        self._token = _context.set(MappingProxyType(merged))
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _context.reset(self._token)
+            self._token = None
+
+
+def with_context(**values: Any) -> LogContext:
     """Add ``values`` to the log context for the duration of the block."""
-    merged = {**_context.get(), **{key: value for key, value in values.items() if value is not None}}
-    # Read-only, so that code holding current_context() cannot change the
-    # context of the block it came from (or of the tasks that inherited it).
-    token = _context.set(MappingProxyType(merged))
-    try:
-        yield
-    finally:
-        _context.reset(token)
+    return LogContext(values)
 
 
 # Thread-local rather than a dict keyed by thread id: it dies with its thread,

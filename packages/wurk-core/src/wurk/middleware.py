@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -186,12 +187,9 @@ class Chain:
         """Run the chain around ``final``: each middleware's ``call(*args, call_next)``."""
         if not self._entries:
             return final()
-        instances = self.retrieve()
-        last = len(instances)
-
-        def step(index: int) -> Any:
-            if index == last:
-                return final()
-            return instances[index].call(*args, lambda: step(index + 1))
-
-        return step(0)
+        # Built inside out: each middleware's ``call_next`` is the next one's
+        # bound ``call``, so a job pays no Python frame of the chain's own per layer.
+        call_next = final
+        for instance in reversed(self.retrieve()):
+            call_next = partial(instance.call, *args, call_next)
+        return call_next()

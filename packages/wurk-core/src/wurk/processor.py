@@ -270,6 +270,6 @@ class Processor:
 
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)
-        if inspect.isawaitable(result):
+        if result is not None and inspect.isawaitable(result):
             return self.manager.loop.run(result)
         return result
