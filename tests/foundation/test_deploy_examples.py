@@ -6,20 +6,24 @@ systemd's ``TimeoutStopSec``, Heroku's fixed 30 s, and Kubernetes'
 ``terminationGracePeriodSeconds`` must each leave room for it, the swarm's
 5 s grace on top, and (for Kubernetes) the preStop sleep. The probe port is
 the other one: the app's ``HEALTH_PORT``, the Dockerfile's ``EXPOSE`` and the
-manifest's probes. The example app is booted for real by a ``wurk`` worker,
-and the container entrypoint is run to prove it leaves the worker as PID 1.
+manifest's probes. The example app is booted for real, by a ``wurk`` worker
+and by the swarm as the Procfile starts it, and the container entrypoint is
+run to prove it leaves the worker as PID 1.
 """
 
 from __future__ import annotations
 
 import configparser
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -321,6 +325,59 @@ def test_the_example_app_runs_under_a_real_worker(config, redis, redis_url, tmp_
         worker.stop(timeout=30)
     assert worker.wait() == 0
     assert int(redis.get("stat:failed") or 0) == 0
+
+
+def test_the_example_app_runs_under_the_swarm_as_the_examples_start_it(redis, redis_url, tmp_path):
+    """The Procfile's command with the manifest's ``WURK_COUNT``: every child
+    heartbeats as its own process, one of them serves the shared probe port,
+    the jobs run, the preStop's ``TSTP`` quiets every child (``/live`` turns
+    503), and ``TERM`` then drains the swarm to exit status 0."""
+    command = shlex.split(procfile()["worker"])
+    count = next(item["value"] for item in worker_container()["env"] if item["name"] == "WURK_COUNT")
+    port = free_port()
+    env = {"REDIS_URL": redis_url, "WURK_HEALTH_PORT": str(port), "PYTHONPATH": str(EXAMPLES), "WURK_COUNT": count}
+    swarm = Subprocess(
+        [sys.executable, "-m", "wurk_swarm", *command[1:]], env=env, cwd=EXAMPLES, log=tmp_path / "swarm.log"
+    )
+
+    def live() -> int | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/live", timeout=2) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
+        except OSError:
+            return None
+
+    def processes() -> dict[int, dict[bytes, bytes]]:
+        found = {}
+        for identity in redis.smembers("processes"):
+            if redis.exists(identity):
+                found[int(identity.decode().split(":")[-2])] = redis.hgetall(identity)
+        return found
+
+    try:
+        wait_for(lambda: len(processes()) == int(count), timeout=30)
+        assert swarm.pid not in processes()  # the parent runs no worker of its own
+        wait_for(lambda: live() == 200, timeout=20)
+        redis.sadd("queues", "default")
+        for number in range(4):
+            payload = {"class": "app.Hello", "args": [f"swarm {number}"], "queue": "default", "retry": True}
+            payload.update({"jid": f"{number:024x}", "created_at": 0.0, "enqueued_at": 0.0})
+            redis.lpush("queue:default", json.dumps(payload))
+        wait_for(lambda: int(redis.get("stat:processed") or 0) == 4, timeout=20)
+
+        swarm.signal(signal.SIGTSTP)  # what the manifest's preStop sends to PID 1
+        wait_for(lambda: all(info.get(b"quiet") == b"true" for info in processes().values()), timeout=20)
+        wait_for(lambda: live() == 503, timeout=20)
+        swarm.signal(signal.SIGTERM)
+        assert swarm.wait(20 + SWARM_GRACE + 5) == 0
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(swarm.pid, signal.SIGKILL)  # the parent and every child it forked, whatever happened
+        swarm.proc.wait()
+    assert int(redis.get("stat:failed") or 0) == 0
+    assert redis.scard("processes") == 0
 
 
 @pytest.mark.parametrize("name", ["wurk.service", "wurk@.service", "Procfile", "entrypoint.sh"])

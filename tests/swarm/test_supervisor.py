@@ -1,9 +1,9 @@
-"""The supervisor's respawn back-off, on a hand-set clock (no fork: nothing is due)."""
+"""The supervisor's respawn back-off and shutdown pacing, on a hand-set clock (no fork: nothing is due)."""
 
 from __future__ import annotations
 
 import wurk
-from wurk_swarm.supervisor import BACKOFF_CAP, STABLE_AFTER, Supervisor, describe_exit
+from wurk_swarm.supervisor import BACKOFF_CAP, KILL_POLL, STABLE_AFTER, TICK, Supervisor, describe_exit
 from wurk_swarm.topology import Topology
 
 
@@ -32,6 +32,22 @@ def test_the_kill_deadline_is_the_timeout_plus_the_grace():
     config = wurk.Config()
     config["timeout"] = 7
     assert Supervisor(config, Topology.flat(1, ["default"], 1)).exit_wait == 12
+
+
+def test_the_pause_between_passes_never_runs_past_the_kill_deadline():
+    clock = Clock()
+    config = wurk.Config()
+    config["timeout"] = 7
+    supervisor = Supervisor(config, Topology.flat(1, ["default"], 1), clock=clock)
+    assert supervisor._pause() == TICK  # running: the ordinary tick
+    supervisor.stop()  # no child forked: nothing to relay, only the deadline is set
+    assert supervisor._pause() == TICK
+    clock.now += 12 - 0.05
+    assert abs(supervisor._pause() - 0.05) < 1e-9  # wakes at the deadline, not up to a tick after it
+    clock.now += 1
+    assert supervisor._pause() == 0
+    supervisor._killed = True  # what the deadline pass sets once it has sent KILL
+    assert supervisor._pause() == KILL_POLL < TICK  # then reaps at once, and the parent exits
 
 
 def test_exit_descriptions():

@@ -237,6 +237,22 @@ def test_term_drains_every_child_within_timeout_plus_grace_and_exits_0(swarms, r
     assert redis.scard("processes") == 0
 
 
+def test_a_child_that_cannot_act_on_term_is_killed_at_the_deadline_and_the_parent_still_exits_0(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "1", WURK_COUNT="2")
+    pids = wait_for(lambda: len(live_pids(redis)) == 2 and live_pids(redis), timeout=30)
+    assert isinstance(pids, set)
+    wedged, healthy = sorted(pids)
+    os.kill(wedged, signal.SIGSTOP)  # as good as a child stuck in C code: TERM stays pending
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(1 + 5 + 10) == 0
+    text = swarm.text()
+    assert f"swarm: child {healthy} exited (status 0)" in text
+    assert f"swarm: child {wedged} still running after 6s; KILL" in text
+    assert f"swarm: child {wedged} exited (killed by SIGKILL)" in text
+    assert text.rstrip().endswith("swarm: every child has exited; bye")
+    assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+
+
 def test_tstp_is_relayed_and_sticky_across_a_respawn(swarms, redis):
     swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="1")
     (first,) = wait_for(lambda: live_pids(redis), timeout=30)

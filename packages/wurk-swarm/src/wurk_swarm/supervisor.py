@@ -53,6 +53,10 @@ __all__ = ["HANDLED", "TICK", "Supervisor"]
 #: Seconds between two supervision passes.
 TICK = 0.2
 
+#: Seconds between two reaping passes once the stragglers of a shutdown have
+#: been sent KILL: the parent exits as soon as the kernel has ended them.
+KILL_POLL = 0.01
+
 #: The per-slot respawn delay after a crash: 1 s, doubling, capped at 30 s.
 BACKOFF_BASE = 1.0
 BACKOFF_CAP = 30.0
@@ -119,7 +123,7 @@ class Supervisor:
             for slot in range(len(self.assignments)):
                 self._start(slot)
             while self.deadline is None or self.children:
-                self._wait_for_signals(TICK)
+                self._wait_for_signals(self._pause())
                 self.tick()
             self.logger.info("swarm: every child has exited; bye")
         return 0
@@ -140,6 +144,17 @@ class Supervisor:
 
     def _on_signal(self, number: int, frame: object) -> None:
         self._names.put(signal.Signals(number).name[3:])
+
+    def _pause(self) -> float:
+        """Seconds until the next pass: a tick, but never past the shutdown's
+        KILL deadline, and only a moment once the stragglers have been killed,
+        so that the parent exits within ``timeout + grace`` and not a tick or
+        two later."""
+        if self.deadline is None:
+            return TICK
+        if self._killed:
+            return KILL_POLL
+        return max(0.0, min(TICK, self.deadline - self._clock()))
 
     def _wait_for_signals(self, seconds: float) -> None:
         """Act on every signal that arrives within ``seconds``, then return for the tick."""
