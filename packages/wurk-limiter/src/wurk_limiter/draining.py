@@ -137,7 +137,7 @@ class Points(Limiter):
         balance = min(self.initial_points, balance + max(0.0, now - last) * self.refill_per_second)
         missing = self.initial_points - balance
         full_at = now + missing / self.refill_per_second if missing > 0 and self.refill_per_second > 0 else None
-        return {"used": missing, "limit": self.initial_points, "reset_at": full_at, "available": balance > 0}
+        return {"used": missing, "limit": self.initial_points, "reset_at": full_at, "available": balance >= 1}
 
     def _state_keys(self, conn: Any) -> list[str]:
         return [keys.points(self.name)]

@@ -26,6 +26,9 @@ class Unlimited(Limiter):
     def _try(self, request: Request, first: float | None) -> Attempt:
         return Attempt(True, 0.0, 0.0)
 
+    def _charge(self, request: Request) -> float:
+        return 0.0  # a zero-cost handle
+
     def _settle(self, handle: Handle, actual: float) -> float:
         return actual
 
