@@ -18,7 +18,9 @@ MAKERS: dict[str, Callable[..., Limiter]] = {
     "bucket": lambda name, **kw: Limiter.bucket(name, CAPACITY, "hour", **kw),
     "window": lambda name, **kw: Limiter.window(name, CAPACITY, 3600, **kw),
     "leaky": lambda name, **kw: Limiter.leaky(name, CAPACITY, "day", **kw),
-    "points": lambda name, **kw: Limiter.points(name, CAPACITY, 0.0001, **{k: v for k, v in kw.items() if k != "wait_timeout"}),
+    "points": lambda name, **kw: Limiter.points(
+        name, CAPACITY, 0.0001, **{k: v for k, v in kw.items() if k != "wait_timeout"}
+    ),
 }
 
 #: The state key each type writes on an admission, and its Redis type.

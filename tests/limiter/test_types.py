@@ -91,6 +91,7 @@ def test_async_wait_leaves_the_event_loop_free(config):
 
     async def main() -> int:
         ticks = 0
+
         async def block() -> None:
             await asyncio.sleep(0)
 
@@ -107,7 +108,10 @@ def test_async_wait_leaves_the_event_loop_free(config):
     thread.join(10)
 
 
-@pytest.mark.parametrize("build", [lambda: Limiter.bucket("m", 10, "hour", wait_timeout=0), lambda: Limiter.window("m", 10, 3600, wait_timeout=0)])
+@pytest.mark.parametrize(
+    "build",
+    [lambda: Limiter.bucket("m", 10, "hour", wait_timeout=0), lambda: Limiter.window("m", 10, 3600, wait_timeout=0)],
+)
 def test_used_charges_the_whole_amount_or_nothing(config, build):
     limiter = build()
     with limiter.within_limit(used=7):
