@@ -60,7 +60,9 @@ class LimiterMiddleware(ServerMiddleware):
     """Turns a rate-limit error into a reschedule (or, at the cap, a death)."""
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        config: wurk.Config = getattr(self.config, "config", None) or self.config or wurk.default_config()
+        # The chain gives a capsule's middleware the capsule, which holds the configuration.
+        owner = self.config if self.config is not None else wurk.default_config()
+        config: wurk.Config = owner if isinstance(owner, wurk.Config) else owner.config
         settings = limiter_config(config)  # read at every job: runtime changes apply at once
         try:
             return call_next()
