@@ -32,10 +32,18 @@ if TYPE_CHECKING:
 HOOK = "wurk_job_outcome"
 
 Kind = Literal["succeeded", "retry_scheduled", "died", "rescheduled", "interrupted"]
-Reason = Literal["retries_exhausted", "retry_false", "poison_pill", "killed", "expired", "discarded"]
+Reason = Literal["retries_exhausted", "retry_false", "poison_pill", "killed", "expired", "discarded", "rate_limited"]
 
 KINDS: tuple[Kind, ...] = ("succeeded", "retry_scheduled", "died", "rescheduled", "interrupted")
-REASONS: tuple[Reason, ...] = ("retries_exhausted", "retry_false", "poison_pill", "killed", "expired", "discarded")
+REASONS: tuple[Reason, ...] = (
+    "retries_exhausted",
+    "retry_false",
+    "poison_pill",
+    "killed",
+    "expired",
+    "discarded",
+    "rate_limited",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +66,9 @@ class Outcome:
     ``discarded`` (``retries_exhausted`` or ``retry_in`` answered
     ``"discard"``, or ``dead: False``), ``expired`` (its ``expires_in`` had
     passed), ``killed`` (from the API or the dashboard), ``poison_pill`` (it
-    crashed its process three times).
+    crashed its process three times), ``rate_limited`` (a rate limiter
+    refused it as many times as its cap allows: the dead set, through
+    :meth:`wurk.retry.Retrier.kill`).
 
     ``job`` is the payload as booked: the retry and dead sets hold what it
     holds (with a failure's stamp), not what a server middleware rewrote.

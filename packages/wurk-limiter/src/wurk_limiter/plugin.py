@@ -1,11 +1,37 @@
-"""The wurk-limiter plugin.
+"""The wurk-limiter plugin: its Lua scripts and its server middleware.
 
-Rate limiters attach to core through a server middleware (which turns an
-over-limit error into a reschedule) and Lua scripts of their own; those
-registrations are added here as the feature is built. The plugin is already
-discovered, listed and can be switched off (``WURK_DISABLE_PLUGINS=limiter``).
+Switched off with ``WURK_DISABLE_PLUGINS=limiter``: limiters then refuse to
+run (their scripts are not registered) and nothing catches ``OverLimit``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+import wurk
+from wurk.middleware import Chain
+from wurk.scripts import ScriptRegistry
+from wurk.server_middleware import Expiry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
 WURK_PLUGIN_API = (1, 0)
+
+
+@wurk.hookimpl
+def wurk_register_scripts(scripts: ScriptRegistry) -> None:
+    scripts.register_package("wurk_limiter", namespace="limiter")
+
+
+@wurk.hookimpl
+def wurk_register_middleware(client: Chain, server: Chain, config: Any) -> None:
+    from wurk_limiter.middleware import LimiterMiddleware
+
+    if server.exists(LimiterMiddleware):
+        return
+    # Inside Expiry (an expired job is dropped before it can be limited) and
+    # so inside any batch middleware, which sits outside Expiry.
+    if server.exists(Expiry):
+        server.insert_after(Expiry, LimiterMiddleware)
+    else:
+        server.add(LimiterMiddleware)

@@ -1,0 +1,51 @@
+"""The application the limiter worker tests run (``-r tests.limiter.limited_app``):
+a job whose limiter is always full, and a recorder of what each run saw."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import redis
+
+import wurk
+from wurk.middleware import ServerMiddleware
+from wurk_limiter import Limiter
+
+
+def client() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+class RecordRuns(ServerMiddleware):
+    """Notes the ``overrated`` each run of a job arrived with."""
+
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Any) -> Any:
+        client().rpush("runs", json.dumps([job["jid"], job.get("overrated"), queue]))
+        return call_next()
+
+
+@wurk.configure_server
+def tune(config: wurk.Config) -> None:
+    config["poll_interval_average"] = 0.2
+    config["heartbeat_interval"] = 0.5
+    config.server_middleware.prepend(RecordRuns)
+    config.death_handlers.append(lambda job, exc: client().rpush("deaths", job["jid"]))
+
+
+class Throttled(wurk.Job, queue="crawl"):
+    """Over its limit at every run: rescheduled at once, dead at the third."""
+
+    def perform(self) -> None:
+        full = Limiter.window("always-full", 1, 3600, wait_timeout=0, reschedule=3, backoff=0)
+        with full.within_limit():
+            client().rpush("performed", self.jid)
+
+
+class Steady(wurk.Job):
+    """Runs within a roomy limiter: succeeds."""
+
+    def perform(self) -> None:
+        with Limiter.concurrent("roomy", 5).within_limit():
+            client().rpush("performed", self.jid)

@@ -1,0 +1,48 @@
+"""A real worker: a job over its limit is rescheduled with ``overrated``
+incremented, on its own queue, and lands in the dead set at the cap."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tests.helpers import WorkerPool, wait_for
+from tests.limiter.limited_app import Steady, Throttled
+from wurk_limiter import Limiter
+
+
+@pytest.fixture
+def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
+    pool = WorkerPool(redis_url, tmp_path, "tests.limiter.limited_app", {})
+    yield pool
+    pool.stop_all()
+
+
+def test_over_limit_job_is_rescheduled_then_dead_at_the_cap(workers, redis):
+    with Limiter.window("always-full", 1, 3600).within_limit():
+        pass  # the one admission it has in an hour, spent
+    jid = Throttled.perform_async()
+    steady = Steady.perform_async()
+    worker = workers.start("-c", "2", "-q", "crawl", "-q", "default")
+    wait_for(lambda: redis.llen("deaths") == 1, timeout=60)
+    runs = [json.loads(entry) for entry in redis.lrange("runs", 0, -1)]
+    assert [(overrated, queue) for run_jid, overrated, queue in runs if run_jid == jid] == [
+        (None, "crawl"),
+        (1, "crawl"),
+        (2, "crawl"),
+    ]
+    (member,) = redis.zrange("dead", 0, -1)
+    dead = json.loads(member)
+    assert dead["jid"] == jid
+    assert dead["overrated"] == 3
+    assert dead["error_message"] == "rate_limited: limit 'always-full' (window) reached"
+    assert redis.lrange("deaths", 0, -1) == [jid.encode()]
+    wait_for(lambda: redis.lrange("performed", 0, -1) == [steady.encode()], timeout=30)
+    time.sleep(0.5)
+    assert redis.zcard("retry") == 0  # no run was booked as a failure
+    assert redis.zcard("schedule") == 0
+    assert int(redis.get("stat:failed") or 0) == 0
+    worker.stop()
