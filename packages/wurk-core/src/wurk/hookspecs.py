@@ -1,8 +1,7 @@
 """The hooks a Wurk plugin can implement.
 
-Every feature of Wurk beyond the core job system (batches, rate limiters,
-periodic jobs, unique jobs, encryption, the dashboard, the swarm) attaches to
-core through these hooks and nothing else, and third-party plugins use exactly
+Every feature of Wurk beyond the core job system (each of Wurk's own feature
+distributions, and any third party's) attaches to core through these hooks and nothing else, and third-party plugins use exactly
 the same surface. A plugin is a module (or object) with functions decorated by
 :data:`wurk.hookimpl`, published under the ``wurk`` entry-point group::
 
@@ -125,7 +124,7 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> No
 def wurk_register_scripts(scripts: ScriptRegistry) -> None:
     """Register Lua scripts, usually ``scripts.register_package(__package__)``.
 
-    Script names are namespaced (``"batches.complete"``); the registry loads
+    Script names are namespaced (``"audit.record"``); the registry loads
     each script lazily, once per connection pool.
     """
 

@@ -24,7 +24,7 @@ the connection dropped) is replayed too: at-least-once, like the rest of Wurk.
 
 Payloads are replayed through the push writer that took them
 (:mod:`wurk.writers`). A writer that declares its payloads not replayable
-(a batch's, whose bookkeeping happens at push time and cannot be replayed
+(one whose bookkeeping happens at push time and cannot be replayed
 safely) is never buffered: its push raises :class:`NotReplayableError`.
 """
 
@@ -203,10 +203,6 @@ class NotReplayableError(WurkError, ConnectionError):
             "buffered for later; nothing was pushed for them"
         )
         self.writer = writer
-
-
-#: The name this error had while core knew that batches are not replayable.
-BatchNotBufferedError = NotReplayableError
 
 
 class BufferOverflowError(WurkError):

@@ -1,8 +1,8 @@
 """What happened to a job, told to plugins once the core has booked it.
 
-Batches, rate limiters and unique jobs each need to hear how a run ended —
-a success, a retry booked, a death, a reschedule, a job given back at
-shutdown — without reaching into the processor or the retry layer. Core
+A feature that books something per job (a limiter's slot, a lock, a
+counter) needs to hear how a run ended — a success, a retry booked, a death,
+a reschedule, a job given back at shutdown — without reaching into the processor or the retry layer. Core
 reports each of those as one frozen :class:`Outcome` through the
 ``wurk_job_outcome(outcome, config)`` hook, from wherever it happens: the
 processor and the retry layer in a worker, the reaper for a poison pill, the

@@ -3,8 +3,8 @@
 One :class:`Plugins` object belongs to one configuration; there is no plugin
 manager at module level, and nothing is discovered at import time. Plugins are
 found through the ``wurk`` entry-point group, the entry point's name being the
-plugin's name (``batches``, ``cron``…). A plugin can be switched off without
-uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,batches`` or from
+plugin's name (``cron``, ``web``…). A plugin can be switched off without
+uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,web`` or from
 ``config["disabled_plugins"]``; a switched-off plugin is never imported.
 
 Core registers its own built-ins (``wurk.builtins``, under the name ``core``)

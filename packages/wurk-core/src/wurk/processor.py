@@ -259,8 +259,6 @@ class Processor:
         job_class = self.manager.resolve(job["class"])
         instance = job_class()
         instance.jid = job.get("jid")
-        if job.get("bid"):
-            instance.bid = job["bid"]
         return self.retrier.run_local(
             job_class,
             job,

@@ -205,6 +205,8 @@ DEFAULTS: dict[str, Any] = {
     "dead_timeout_in_seconds": 15_552_000,
     "reloader": lambda run: run(),
     "backtrace_cleaner": lambda lines: lines,
+    # Sidekiq's own default, kept so a shared log reads alike: payload fields
+    # copied into the log context when a job carries them.
     "logged_job_attributes": ["bid", "tags"],
     "redis_idle_timeout": None,
     "redis_error_handlers": [],

@@ -387,7 +387,7 @@ class DeadSet(JobSet):
     def _tell_killed(self, member: Member, exc: BaseException | None) -> None:
         """Tell the plugins, in this process, the outcome ``died`` / ``killed``:
         even with ``notify_failure=False``, which spares the death handlers
-        only, since a batch or a lock must still hear the job is gone."""
+        only, since a plugin's bookkeeping (a lock, a counter) must still hear the job is gone."""
         if not outcomes.listening(self.config):
             return
         try:
