@@ -1,9 +1,10 @@
 """The hooks a Wurk plugin can implement.
 
 Every feature of Wurk beyond the core job system (each of Wurk's own feature
-distributions, and any third party's) attaches to core through these hooks and nothing else, and third-party plugins use exactly
-the same surface. A plugin is a module (or object) with functions decorated by
-:data:`wurk.hookimpl`, published under the ``wurk`` entry-point group::
+distributions) attaches to core through these hooks and nothing else, and
+third-party plugins use exactly the same surface. A plugin is a module (or
+object) with functions decorated by :data:`wurk.hookimpl`, published under the
+``wurk`` entry-point group::
 
     # mypackage/plugin.py
     import wurk
