@@ -23,6 +23,7 @@ import traceback
 from typing import Any
 
 import wurk
+import wurk_web
 from wurk.config import Config
 from wurk.fetch import ReliableFetcher
 from wurk.identity import ProcessIdentity
@@ -77,7 +78,7 @@ class ForkPlugin:
 
 
 def every_pool(config: Config) -> list[RedisPool]:
-    return [*config._custom_pools, config.web_redis_pool]
+    return config._custom_pools  # the dashboard's shared pool among them
 
 
 def child(config: Config, index: int, custom: RedisPool, parent_stats: UdpStats) -> int:
@@ -93,7 +94,7 @@ def child(config: Config, index: int, custom: RedisPool, parent_stats: UdpStats)
     assert config.statsd is not parent_stats
     for _ in range(INCRS):
         conn.incr(f"child:{index}")
-    config.web_redis_pool.client.incr("web_child")
+    wurk_web.redis_pool(config).client.incr("web_child")
     custom.client.incr("custom")
     config.statsd_increment("child.ready")
     instance = wurk.configure_embed(lambda cfg: cfg.update({"queues": ["default"]}), config=config)
@@ -148,7 +149,7 @@ def main() -> int:
     assert claimed is not None, "the probe job was not claimed"
     fetcher.acknowledge(claimed)
     fetcher.flush_acks()
-    config.web_redis_pool.client.set("web", "parent")
+    wurk_web.redis_pool(config).client.set("web", "parent")
     custom = config.new_redis_pool(2, "custom")
     custom.client.incr("custom")
     config.statsd_increment("parent.ready")
@@ -188,7 +189,7 @@ def main() -> int:
     Tally.set(queue="parent_only").perform_async("after")
     after = {
         "queued": conn.llen("queue:parent_only"),
-        "web": config.web_redis_pool.client.get("web").decode(),
+        "web": wurk_web.redis_pool(config).client.get("web").decode(),
         "custom": custom.client.incr("custom_parent"),
     }
     config.statsd_increment("parent.after")

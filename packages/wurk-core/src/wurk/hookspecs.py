@@ -133,10 +133,10 @@ def wurk_register_scripts(scripts: ScriptRegistry) -> None:
 @hookspec
 def wurk_register_settings(settings: SettingRegistry) -> None:
     """Declare the configuration settings this plugin owns, with their
-    defaults and validation (``settings.add("memory_limit_mb", default=None,
-    check=...)``).
+    defaults and validation (``settings.add("invoice_batch_size", default=100,
+    check=whole_number(1))``), or a ``fallback`` read while unassigned.
 
-    A declared setting is a known option: ``config["memory_limit_mb"]`` reads
+    A declared setting is a known option: ``config["invoice_batch_size"]`` reads
     its default until set, a bad value is refused when it is set, and a key
     that is close to it is reported as a likely misspelling.
     """
