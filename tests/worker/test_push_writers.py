@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,8 @@ import pytest
 import redis as redis_py
 
 import wurk
-from tests.helpers import new_server
+from tests.helpers import WorkerPool, new_server, wait_for
+from tests.worker.writer_app import Booked
 from wurk import testing
 from wurk.outage import NotReplayableError
 from wurk.scheduled import Enq, ReliableEnq, _Fence
@@ -407,3 +409,28 @@ def test_a_promoter_whose_lease_ran_out_writes_nothing(config, redis):
     assert late._push_entries("schedule", fence, chained.entries) == -1
     assert redis.zcard("schedule") == 1
     assert queued(redis) == []
+
+
+# -- a real worker's promoter ----------------------------------------------------------------
+
+
+@pytest.fixture
+def writer_workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.writer_app", {})
+    yield pool
+    pool.stop_all()
+
+
+@pytest.mark.parametrize("reliable", [False, True], ids=["default-promoter", "reliable-promoter"])
+def test_a_workers_promoter_routes_a_due_job_through_the_apps_writer(writer_workers, redis, reliable):
+    """The test process has no writer: the scheduled push goes to core's, and
+    only the worker's promoter, through the writer its app registered, counts it."""
+    Booked.set(ledger="acme").perform_in(0.5, "due")
+    Booked.perform_in(0.5, "plain")  # no ledger: core's writer, in the worker too
+    assert redis.zcard("schedule") == 2
+    worker = writer_workers.start("-c", "1", env={"TEST_RELIABLE_SCHEDULER": "1"} if reliable else {})
+    wait_for(lambda: redis.hlen("executions") == 2, timeout=30)
+    assert redis.hgetall("ledger:acme") == {b"promote": b"1"}
+    assert redis.zcard("schedule") == 0
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
