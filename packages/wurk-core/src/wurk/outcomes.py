@@ -114,7 +114,7 @@ _running: ContextVar[_Running | None] = ContextVar("wurk_outcome_running", defau
 def listening(config: Config) -> bool:
     """Whether any plugin implements the hook: callers on the hot path ask once
     and keep the answer."""
-    return bool(getattr(config.plugins.hook, HOOK).get_hookimpls())
+    return config.plugins.implemented(HOOK)
 
 
 def begin(jid: Any) -> None:
@@ -132,7 +132,7 @@ def report(config: Config, outcome: Outcome, *, known_listening: bool = False) -
     """Tell every listening plugin, each in turn, a failing one reported and
     skipped. ``known_listening`` spares the look-up for a caller that cached it."""
     plugins = config.plugins
-    if not known_listening and not getattr(plugins.hook, HOOK).get_hookimpls():
+    if not known_listening and not plugins.implemented(HOOK):
         return
     running = _running.get()
     if running is not None and running.jid == outcome.jid:
