@@ -31,7 +31,6 @@ safely) is never buffered: its push raises :class:`NotReplayableError`.
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
 
+from wurk import forking
 from wurk.component import Component
 from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
 from wurk.redis_pool import PoolTimeoutError
@@ -225,7 +225,7 @@ class OutageBuffer:
         self._buffered = 0
         self._dropped = 0
         self.configure(size=size, overflow=overflow)
-        os.register_at_fork(after_in_child=self._forget_after_fork)
+        forking.reset_in_child(self)
 
     def configure(self, *, size: int, overflow: str) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -235,7 +235,7 @@ class OutageBuffer:
         self.size = size
         self.overflow = overflow
 
-    def _forget_after_fork(self) -> None:
+    def reset_after_fork(self) -> None:
         # The parent still holds these jobs and will replay them; a child that
         # replayed them too would push each one twice.
         self._items = collections.deque()
