@@ -7,7 +7,11 @@ rules half-built and a feature could not change them without a core release.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import re
+from pathlib import Path
 
 from tests.helpers import ROOT
 
@@ -45,3 +49,71 @@ def test_the_guard_catches_a_batch_rule():
     for line in ('instance.bid = job["bid"]', "bid: str | None = None", "# Batches need it", "wurk_batches.Batch"):
         assert BATCH_TERMS.search(line), line
     assert not BATCH_TERMS.search("PROMOTE_BATCH = 500  # a batch of members")
+
+
+# -- the plugin API surface -------------------------------------------------------------------
+
+DOCS = ROOT / "docs" / "plugins.md"
+PACKAGES = ROOT / "packages"
+
+
+def surface() -> set[str]:
+    """The modules docs/plugins.md lists as the plugin API surface."""
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split("## The plugin API surface", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `(wurk(?:\.\w+)*)` \|", section, re.MULTILINE))
+
+
+def core_imports(path: Path) -> list[tuple[int, str, list[str]]]:
+    """Every import of core in ``path``: (line, module, names imported from it)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name, []) for alias in node.names if alias.name.split(".")[0] == "wurk"]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "wurk":
+            found.append((node.lineno, node.module, [alias.name for alias in node.names]))
+    return found
+
+
+def is_submodule(module: object, name: str) -> bool:
+    package = getattr(module, "__name__", "")
+    return hasattr(module, "__path__") and importlib.util.find_spec(f"{package}.{name}") is not None
+
+
+def feature_sources() -> list[Path]:
+    features = [
+        path
+        for path in sorted(PACKAGES.glob("wurk-*/src/**/*.py"))
+        if path.relative_to(PACKAGES).parts[0] != "wurk-core"
+    ]
+    return features + sorted((ROOT / "docs" / "examples").glob("*/src/**/*.py"))
+
+
+def test_the_surface_is_documented_and_each_module_exists():
+    modules = surface()
+    assert len(modules) > 20
+    for module in sorted(modules):
+        importlib.import_module(module)
+
+
+def test_features_import_only_the_plugin_api_surface():
+    """Features are released apart from core: they may build only on what
+    core documents as stable, and from a module with ``__all__`` only on
+    the names in it (a submodule of a listed package counts as the package's)."""
+    allowed = surface()
+    offenders = []
+    assert feature_sources()
+    for path in feature_sources():
+        for line, module, names in core_imports(path):
+            where = f"{path.relative_to(ROOT)}:{line}: {module}"
+            if module not in allowed:
+                offenders.append(where)
+                continue
+            imported = importlib.import_module(module)
+            public = getattr(imported, "__all__", None)
+            for name in names:
+                if public is not None and name not in public and not is_submodule(imported, name):
+                    offenders.append(f"{where}.{name} (not in its __all__)")
+                elif public is None and name.startswith("_"):
+                    offenders.append(f"{where}.{name}")
+    assert offenders == []

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.heartbeat import Heartbeat
 
+#: The plugin API (docs/plugins.md): a supervisor runs each worker process
+#: through a Launcher, as ``wurk`` does.
+__all__ = ["Launcher"]
+
 #: Seconds of the shutdown timeout kept for the components after the jobs
 #: (at most :data:`COMPONENT_SHARE` of it): enough for the final beat and the
 #: leader's release, which are one round trip each.
