@@ -10,6 +10,7 @@ import pytest
 import redis as redis_py
 
 import wurk
+import wurk_web
 from tests.helpers import wait_for
 from wurk.capsule import parse_queue
 from wurk.config import DEFAULTS, default_error_handler
@@ -407,7 +408,7 @@ def test_freeze_blocks_every_write(config):
         lambda: setattr(config, "queues", ["other"]),
         lambda: setattr(config, "error_handlers", []),
         lambda: setattr(config, "fetch_poll_interval", 1),
-        lambda: setattr(config, "memory_limit_mb", 100),
+        lambda: config.__setitem__("memory_limit_mb", 100),
         lambda: config.health_check(7433),
         lambda: config.capsule("new"),
         lambda: config.capsule("critical", concurrency=4),
@@ -761,13 +762,13 @@ def test_redis_assignment_merges_and_returns_copies():
 
 
 def test_redis_assignment_resets_the_pools(config, redis_url):
-    main, fetch, web = config.redis_pool, config.default_capsule.fetch_redis_pool, config.web_redis_pool
+    main, fetch, shared = config.redis_pool, config.default_capsule.fetch_redis_pool, config.shared_redis_pool("s", 2)
     custom = config.new_redis_pool(2)
     assert main is config.redis_pool  # cached until reset
     config.redis = {"read_timeout": 3}
     assert config.redis_pool is not main
     assert config.default_capsule.fetch_redis_pool is not fetch
-    assert config.web_redis_pool is not web
+    assert config.shared_redis_pool("s", 2) is not shared
     assert config.redis_pool.url == redis_url
     assert custom.ping()  # a dropped pool still reconnects on use
 
@@ -776,7 +777,7 @@ def test_pool_sizes_and_names(config):
     assert (config.redis_pool.name, config.redis_pool.size) == ("default-main", 10)
     fetch = config.default_capsule.fetch_redis_pool
     assert (fetch.name, fetch.size) == ("default-fetch", 5)
-    web = config.web_redis_pool
+    web = wurk_web.redis_pool(config)  # wurk-web's own pool, one of the shared ones
     assert (web.name, web.size) == ("web", 5)
     assert web.connection_pool.timeout == 1.0
 
@@ -795,12 +796,23 @@ def test_pool_sizes_and_names(config):
 
 
 def test_web_pool_size(config):
-    assert config.web_pool_size == 5
-    config.web_pool_size = 8
-    assert config.web_redis_pool.size == 8
+    assert config["web_pool_size"] == 5
+    config["web_pool_size"] = 8
+    assert wurk_web.redis_pool(config).size == 8
     for bad in (0, -1, "5", 2.5):
         with pytest.raises(ConfigurationError, match="web_pool_size"):
-            config.web_pool_size = bad
+            config["web_pool_size"] = bad
+
+
+def test_a_shared_pool_is_built_once_per_name(config, redis):
+    first = config.shared_redis_pool("reports", 3, read_timeout=2.0)
+    assert (first.name, first.size) == ("reports", 3)
+    assert config.shared_redis_pool("reports", 7) is first  # the first ask decides
+    assert config.shared_redis_pool("other", 1) is not first
+    first.execute(lambda conn: conn.set("shared", "yes"))
+    assert redis.get("shared") == b"yes"
+    config.reset_redis_pools()
+    assert config.shared_redis_pool("reports", 1).size == 1  # rebuilt after a reset
 
 
 def test_pools_talk_to_the_configured_server(config, redis):
@@ -940,34 +952,6 @@ def test_fetch_poll_interval_must_be_positive(value):
     with pytest.raises(ConfigurationError, match="fetch_poll_interval"):
         config["fetch_poll_interval"] = value
     assert config.fetch_poll_interval == 2.0
-
-
-def test_memory_limit_from_the_environment(monkeypatch):
-    monkeypatch.delenv("WURK_MAXMEM_MB", raising=False)
-    monkeypatch.delenv("SIDEKIQ_MAXMEM_MB", raising=False)
-    config = wurk.Config()
-    assert config.memory_limit_mb is None
-    monkeypatch.setenv("SIDEKIQ_MAXMEM_MB", "512")
-    assert config.memory_limit_mb == 512
-    monkeypatch.setenv("WURK_MAXMEM_MB", "1024")
-    assert config.memory_limit_mb == 1024
-
-
-def test_an_explicit_memory_limit_wins_over_the_environment(monkeypatch):
-    monkeypatch.setenv("WURK_MAXMEM_MB", "1024")
-    config = wurk.Config()
-    config.memory_limit_mb = 2048
-    assert config.memory_limit_mb == 2048
-    config.memory_limit_mb = 0  # switched off explicitly
-    assert config.memory_limit_mb is None
-    config.memory_limit_mb = None
-    assert config.memory_limit_mb is None
-
-
-@pytest.mark.parametrize("value", [-1, "1024", 1.5, True])
-def test_memory_limit_must_be_a_whole_number(value):
-    with pytest.raises(ConfigurationError, match="memory_limit_mb"):
-        wurk.Config().memory_limit_mb = value
 
 
 def test_super_fetch_and_reliable_scheduler():

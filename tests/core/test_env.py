@@ -61,30 +61,6 @@ def test_truthy(value, expected):
     assert env.truthy(value) is expected
 
 
-# -- WURK_MAXMEM_MB ---------------------------------------------------------------
-
-
-def test_memory_limit_is_off_when_unset():
-    assert env.memory_limit_mb({}) is None
-
-
-def test_memory_limit_reads_megabytes():
-    assert env.memory_limit_mb({"WURK_MAXMEM_MB": "1024"}) == 1024
-
-
-def test_memory_limit_reads_the_sidekiq_alias():
-    assert env.memory_limit_mb({"SIDEKIQ_MAXMEM_MB": "512"}) == 512
-
-
-def test_memory_limit_native_name_wins():
-    assert env.memory_limit_mb({"WURK_MAXMEM_MB": "1024", "SIDEKIQ_MAXMEM_MB": "512"}) == 1024
-
-
-@pytest.mark.parametrize("value", ["0", "-5", "", "lots", "1.5"])
-def test_memory_limit_off_when_zero_negative_or_unparseable(value):
-    assert env.memory_limit_mb({"WURK_MAXMEM_MB": value}) is None
-
-
 # -- WURK_LEADER ------------------------------------------------------------------
 
 

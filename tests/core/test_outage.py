@@ -273,3 +273,20 @@ def test_buffered_pushes_report_the_outage_once_and_the_replay_when_it_ends(vola
     assert len(lines) == 2
     assert lines[1][1].startswith("Redis is reachable again after ")
     assert lines[1][1].endswith("; replayed 2 buffered job(s))")
+
+
+def test_a_buffer_is_reset_in_a_forked_child_without_being_kept_alive(config):
+    """One process-wide at-fork reset holds buffers weakly: a dropped buffer
+    is not kept forever by a registration of its own."""
+    import gc
+    import weakref
+
+    from wurk import forking
+    from wurk.outage import OutageBuffer
+
+    buffer = OutageBuffer(config)
+    assert buffer in set(forking._others)
+    gone = weakref.ref(buffer)
+    del buffer
+    gc.collect()
+    assert gone() is None

@@ -73,7 +73,7 @@ class ChildJob(wurk.Job):
 
 class IdentityJob(wurk.Job):
     def perform(self):
-        events.append(("identity", self.jid, self.bid))
+        events.append(("identity", self.jid, getattr(self, "bid", None)))
 
 
 class StampReaderJob(wurk.Job):
@@ -779,11 +779,26 @@ def test_with_the_mode_disabled_a_scheduled_job_is_parked_in_redis(redis):
 # -- 6. what inline execution does and does not do -------------------------------------------
 
 
-def test_inline_assigns_jid_and_bid():
+class HandsTheBid(wurk.ServerMiddleware):
+    """What a batch feature's server middleware does: core sets ``jid`` alone."""
+
+    def call(self, job_instance, job, queue, call_next):
+        if job.get("bid"):
+            job_instance.bid = job["bid"]
+        return call_next()
+
+
+def test_inline_assigns_the_jid_and_the_server_chain_the_rest():
     testing.inline()
     jid = IdentityJob.perform_async()
     bid_jid = IdentityJob.set(bid="b-123").perform_async()
-    assert events == [("identity", jid, None), ("identity", bid_jid, "b-123")]
+    assert events == [("identity", jid, None), ("identity", bid_jid, None)]  # core knows no batch
+    testing.server_middleware.add(HandsTheBid)
+    try:
+        handed = IdentityJob.set(bid="b-456").perform_async()
+    finally:
+        testing.server_middleware.remove(HandsTheBid)
+    assert events[-1] == ("identity", handed, "b-456")
 
 
 def test_the_testing_server_chain_is_separate_and_empty_by_default(config):

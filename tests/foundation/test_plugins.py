@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import shutil
 import socket
@@ -15,6 +16,7 @@ import pytest
 
 import wurk
 from tests.helpers import ROOT
+from wurk import hookspecs
 from wurk.errors import PluginError, UnknownOptionError
 from wurk.plugins import Plugins
 
@@ -328,15 +330,46 @@ def test_the_typed_caller_has_one_method_per_registration_and_notification_hook(
         assert method.return_annotation == "None", name
 
 
+#: Core's hooks, as pluggy names them.
+HOOK_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith("wurk_"))
+
+
+def untyped_hook_calls(source: str) -> list[int]:
+    """Lines reaching pluggy's relay: ``x.hook`` in any form (``.hook.wurk_…``,
+    ``getattr(x.hook, name)``) and ``getattr`` naming a ``wurk_`` hook."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "hook":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+            named = [arg.value for arg in node.args[1:2] if isinstance(arg, ast.Constant)]
+            if any(isinstance(name, str) and name in HOOK_NAMES for name in named):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
 def test_core_calls_its_hooks_only_through_the_typed_caller():
+    """Only the wrapper itself (``wurk/plugins.py``) reaches pluggy's relay."""
     offenders = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in sorted((ROOT / "packages").glob("*/src/**/*.py"))
-        if path.name != "plugins.py"
-        for number, line in enumerate(path.read_text().splitlines(), 1)
-        if ".hook.wurk_" in line
+        if path.relative_to(ROOT).as_posix() != "packages/wurk-core/src/wurk/plugins.py"
+        for number in untyped_hook_calls(path.read_text())
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "config.plugins.hook.wurk_beat(config=config)",
+        "getattr(config.plugins.hook, HOOK).get_hookimpls()",
+        "getattr(plugins.manager.hook, 'wurk_fork')",
+        "getattr(relay, 'wurk_job_outcome')(outcome=o, config=c)",
+    ],
+)
+def test_the_guard_sees_each_untyped_form(line):
+    assert untyped_hook_calls(line) == [1]
 
 
 def test_job_outcome_through_the_typed_caller_is_contained(config):

@@ -7,6 +7,7 @@ import time
 import pytest
 import redis as redis_py
 
+import wurk_web
 from tests.helpers import new_server, wait_for
 from wurk.embedded import free_port
 from wurk.errors import RedisConnectionError
@@ -114,7 +115,7 @@ def test_sizes_follow_the_guides(config):
     config.reset_redis_pools()
     assert config.redis_pool.size == 17
     assert config.default_capsule.fetch_redis_pool.size == 12
-    assert config.web_redis_pool.size == 5
+    assert wurk_web.redis_pool(config).size == 5
     config.redis = {"size": 4}
     assert config.redis_pool.size == 4
     assert config.default_capsule.fetch_redis_pool.size == 12

@@ -4,10 +4,12 @@ typo warnings, owners, and the hint when a feature's plugin is missing."""
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
 import wurk
+import wurk_web
 from wurk.errors import ConfigurationError, PluginError
 from wurk.plugins import DISABLE_ENV, Plugins
 from wurk.settings import UNSET, SettingRegistry, optional, positive_number, whole_number
@@ -200,7 +202,7 @@ def test_the_features_declare_their_settings(captured):
     assert config["web_pool_size"] == 5
     assert config["cron_tick_interval"] == 60
     assert config["swarm_shutdown_grace"] == 5
-    assert "memory_limit_mb" not in config  # unset: the accessor falls back to WURK_MAXMEM_MB
+    assert "memory_limit_mb" not in config  # unset: reading it falls back to WURK_MAXMEM_MB
 
 
 def test_reading_a_feature_setting_loads_the_plugins_for_its_default(captured):
@@ -230,21 +232,55 @@ def test_a_feature_setting_set_while_its_plugin_is_disabled_names_the_distributi
 
 def test_a_feature_setting_written_after_the_plugins_loaded_warns_at_once(captured):
     config, handler = captured(disabled_plugins=["swarm"])
-    config.memory_limit_mb = 512  # the accessor loads the plugins to check the value
+    _ = config.plugins
+    config["memory_limit_mb"] = 512
     assert warnings_of(handler) == [
         "option 'memory_limit_mb' is a setting of wurk-swarm, which is not installed or is disabled "
         "(WURK_DISABLE_PLUGINS or config['disabled_plugins']): it has no effect"
     ]
-    assert config.memory_limit_mb == 512  # kept as written, like any open key
+    assert config["memory_limit_mb"] == 512  # kept as written, like any open key
 
 
 def test_the_web_pool_needs_the_dashboard_plugin(captured):
     config, _ = captured(disabled_plugins=["web"])
-    with pytest.raises(ConfigurationError, match="wurk-web installed"):
-        _ = config.web_redis_pool
+    with pytest.raises(ConfigurationError, match="is wurk-web enabled"):
+        wurk_web.redis_pool(config)
 
 
 def test_a_misspelt_feature_setting_is_suggested_even_without_its_plugin(captured):
     config, handler = captured(disabled_plugins=["web"])
     config["web_pool_sise"] = 3
     assert warnings_of(handler) == ["unknown option 'web_pool_sise'; did you mean 'web_pool_size'?"]
+
+
+def test_cores_hint_tables_only_name_what_each_plugin_declares(captured):
+    """Core may name a feature's key only to say which distribution to install;
+    the key itself is the plugin's, declared with the same owner."""
+    from wurk.options import FEATURE_OPTIONS
+    from wurk.settings import FEATURE_SETTINGS
+
+    config, _ = captured()
+    assert {name: config.settings.get(name).owner for name in FEATURE_SETTINGS} == FEATURE_SETTINGS
+    options = config.job_options
+    assert {name: options.owner(name) for name in FEATURE_OPTIONS} == FEATURE_OPTIONS
+
+
+def test_a_fallback_is_read_while_the_setting_is_unassigned(captured, monkeypatch):
+    class Reads:
+        @wurk.hookimpl
+        def wurk_register_settings(self, settings: SettingRegistry) -> None:
+            settings.add("invoice_printer", fallback=lambda: os.environ.get("INVOICE_PRINTER"), owner="acme")
+
+    plugins = Plugins(entry_points=False)
+    plugins.register(Reads(), name="reads")
+    config = wurk.Config()
+    config.use_plugins(plugins)
+    monkeypatch.setenv("INVOICE_PRINTER", "lp0")
+    assert config["invoice_printer"] == "lp0"
+    monkeypatch.setenv("INVOICE_PRINTER", "lp1")
+    assert config["invoice_printer"] == "lp1"  # read each time
+    assert "invoice_printer" not in config
+    config["invoice_printer"] = "lp2"
+    assert config["invoice_printer"] == "lp2"
+    with pytest.raises(PluginError, match="fallback"):
+        SettingRegistry().add("both", default=1, fallback=lambda: 2)

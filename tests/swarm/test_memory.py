@@ -18,7 +18,7 @@ import pytest
 
 import wurk
 from wurk.plugins import DISABLE_ENV
-from wurk_swarm.memory import MEMORY_CHECK_INTERVAL, MemoryWatch, memory_limit_mb, rss_kb
+from wurk_swarm.memory import MEMORY_CHECK_INTERVAL, MemoryWatch, environment_limit_mb, memory_limit_mb, rss_kb
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")
 
@@ -174,6 +174,46 @@ def test_a_plain_mapping_reads_the_same_way(environ):
     assert memory_limit_mb({"memory_limit_mb": None}) is None
     assert memory_limit_mb({"memory_limit_mb": "junk"}) is None
     assert memory_limit_mb({"memory_limit_mb": True}) is None
+
+
+def test_the_environment_alone():
+    assert environment_limit_mb({}) is None
+    assert environment_limit_mb({"WURK_MAXMEM_MB": "1024"}) == 1024
+    assert environment_limit_mb({"SIDEKIQ_MAXMEM_MB": "512"}) == 512
+    assert environment_limit_mb({"WURK_MAXMEM_MB": "1024", "SIDEKIQ_MAXMEM_MB": "512"}) == 1024
+    for value in ("0", "-5", "", "lots", "1.5"):
+        assert environment_limit_mb({"WURK_MAXMEM_MB": value}) is None
+
+
+def test_the_setting_reads_the_environment_while_unassigned(environ):
+    """The swarm declares the fallback with its setting: ``config[...]`` reads
+    the environment at each read, and an assignment wins over it."""
+    config = wurk.Config()
+    assert config["memory_limit_mb"] is None
+    environ.setenv("SIDEKIQ_MAXMEM_MB", "512")
+    assert config["memory_limit_mb"] == 512
+    environ.setenv("WURK_MAXMEM_MB", "1024")
+    assert config.get("memory_limit_mb") == 1024
+    assert "memory_limit_mb" not in config  # nothing assigned
+    config["memory_limit_mb"] = 2048
+    assert config["memory_limit_mb"] == 2048
+    config["memory_limit_mb"] = 0
+    assert config["memory_limit_mb"] == 0
+    assert memory_limit_mb(config) is None  # 0 switches recycling off
+
+
+@pytest.mark.parametrize("value", [-1, "1024", 1.5, True])
+def test_the_setting_must_be_a_whole_number(value):
+    config = wurk.Config()
+    _ = config.plugins  # the swarm's declaration checks the value
+    with pytest.raises(wurk.ConfigurationError, match="memory_limit_mb"):
+        config["memory_limit_mb"] = value
+
+
+def test_without_the_swarm_the_setting_has_no_fallback(environ):
+    environ.setenv("WURK_MAXMEM_MB", "900")
+    config = wurk.Config(disabled_plugins=["swarm"])
+    assert config.get("memory_limit_mb") is None
 
 
 # -- the watch --------------------------------------------------------------------------

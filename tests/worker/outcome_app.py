@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import redis
 
 import wurk
+from wurk.api import RetrySet
 from wurk.errors import Interrupted
 from wurk.middleware import ServerMiddleware
 from wurk.retry import Retrier, Skip
@@ -109,3 +111,21 @@ class StopsOnce(wurk.Job):
     def perform(self) -> None:
         if redis.Redis.from_url(os.environ["REDIS_URL"]).incr("stops_once") == 1:
             raise Interrupted()
+
+
+class Crashes(wurk.Job):
+    """Kills the process that runs it, every time: a poison pill."""
+
+    def perform(self) -> None:
+        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("crashes", str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class KillsARetry(wurk.Job):
+    """Kills a retry entry through the data API, from inside the worker, as an
+    operator's script or the dashboard in a worker's process would."""
+
+    def perform(self, jid: str) -> None:
+        entry = RetrySet().find_job(jid)
+        assert entry is not None, f"no retry entry {jid}"
+        entry.kill()

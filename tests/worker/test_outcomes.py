@@ -14,7 +14,18 @@ import pytest
 import wurk.outcomes
 from tests.helpers import WorkerPool, wait_for
 from tests.worker import outcome_app
-from tests.worker.outcome_app import DeadNow, Discarded, Flaky, Limited, NoRetry, Ok, Sleepy, StopsOnce
+from tests.worker.outcome_app import (
+    Crashes,
+    DeadNow,
+    Discarded,
+    Flaky,
+    KillsARetry,
+    Limited,
+    NoRetry,
+    Ok,
+    Sleepy,
+    StopsOnce,
+)
 from wurk.api import DeadSet, RetrySet
 from wurk.identity import ProcessIdentity
 from wurk.reaper import RECOVERY_THRESHOLD, Reaper
@@ -119,6 +130,38 @@ def test_a_job_that_stops_early_is_told_interrupted_then_its_next_run(outcome_wo
     time.sleep(0.5)
     assert told(redis, jid) == [["interrupted", None], ["succeeded", None]]
     worker.stop()
+
+
+def test_a_kill_through_the_api_in_a_worker_is_told_by_that_worker(outcome_workers, redis):
+    """A real worker books a retry; a job in a real worker kills the entry
+    through ``wurk.api``: that worker's plugins hear ``died``/``killed``, once."""
+    flaky = Flaky.perform_async()
+    worker = outcome_workers.start("-c", "1")
+    wait_for(lambda: redis.zcard("retry") == 1, timeout=30)
+    killer = KillsARetry.perform_async(flaky)
+    wait_for(lambda: told(redis, killer) == [["succeeded", None]], timeout=30)
+    time.sleep(0.5)  # room for a second, wrong, telling to show up
+    assert told(redis, flaky) == [["retry_scheduled", None], ["died", "killed"]]
+    assert redis.zcard("retry") == 0
+    assert [json.loads(member)["jid"] for member in redis.zrange("dead", 0, -1)] == [flaky]
+    worker.stop()
+
+
+def test_a_job_that_crashes_its_process_three_times_is_told_a_poison_pill(outcome_workers, redis):
+    """Each run SIGKILLs the real worker running it; the worker that recovers
+    it a third time sends it to the dead set and tells ``poison_pill``."""
+    jid = Crashes.perform_async()
+    for _round in range(RECOVERY_THRESHOLD):
+        victim = outcome_workers.start("-c", "1")
+        assert victim.wait(60) == -signal.SIGKILL
+    assert redis.llen("crashes") == RECOVERY_THRESHOLD
+    survivor = outcome_workers.start("-c", "1")
+    wait_for(lambda: told(redis, jid), timeout=30)
+    time.sleep(0.5)
+    assert told(redis, jid) == [["died", "poison_pill"]]
+    assert [json.loads(member)["jid"] for member in redis.zrange("dead", 0, -1)] == [jid]
+    assert redis.llen("crashes") == RECOVERY_THRESHOLD  # it never ran a fourth time
+    survivor.stop()
 
 
 def test_a_kill_through_the_api_is_told_where_it_happens(config, redis, listening):

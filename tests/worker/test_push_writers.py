@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,9 +16,10 @@ import pytest
 import redis as redis_py
 
 import wurk
-from tests.helpers import ROOT, new_server
+from tests.helpers import WorkerPool, new_server, wait_for
+from tests.worker.writer_app import Booked
 from wurk import testing
-from wurk.outage import BatchNotBufferedError, NotReplayableError
+from wurk.outage import NotReplayableError
 from wurk.scheduled import Enq, ReliableEnq, _Fence
 from wurk.transactional import TransactionAwareClient
 from wurk.writers import PUSH, PushWriter, PushWriterRegistry, core_commands
@@ -32,7 +34,7 @@ class Order(wurk.Job):
 
 class LedgerWriter(PushWriter):
     """Writes the payloads that carry its ``field`` as core would, and counts
-    them in the same round trip (a batch's bookkeeping, in miniature)."""
+    them in the same round trip (a feature's push-time bookkeeping, in miniature)."""
 
     def __init__(self, name: str = "ledger", *, replayable: bool = True, field: str = "ledger") -> None:
         self.name = name
@@ -253,7 +255,6 @@ def test_an_outage_buffers_replayable_writers_and_refuses_the_others(volatile, c
     with pytest.raises(NotReplayableError, match="nothing was pushed"):  # cannot jump the buffered ones
         wurk.Client().push({"class": Order, "args": [3], "once": "O"})
     assert [job["args"] for job, _ in buffer._items] == [[1], [2]]
-    assert BatchNotBufferedError is NotReplayableError
 
     back = new_server(port=volatile.port, data_dir=tmp_path, persist=True).start()
     try:
@@ -410,23 +411,26 @@ def test_a_promoter_whose_lease_ran_out_writes_nothing(config, redis):
     assert queued(redis) == []
 
 
-# -- no batch rule left in core ------------------------------------------------------------
-
-#: Where core may still name the field: the data API's accessor, the job's
-#: attribute and the two places that set it on a running job, and the
-#: logger's description of its context.
-BID_ALLOWED = {"api/record.py", "job.py", "processor.py", "testing/running.py", "logger.py"}
-#: The default of ``logged_job_attributes``, wherever the settings live.
-LOGGED_DEFAULT = '["bid", "tags"]'
+# -- a real worker's promoter ----------------------------------------------------------------
 
 
-def test_no_write_path_in_core_knows_about_batches():
-    core = ROOT / "packages" / "wurk-core" / "src" / "wurk"
-    offenders = []
-    for path in sorted([*core.rglob("*.py"), *core.rglob("*.lua")]):
-        relative = path.relative_to(core).as_posix()
-        if relative in BID_ALLOWED:
-            continue
-        if re.search(r"\bbid\b", path.read_text(encoding="utf-8").replace(LOGGED_DEFAULT, "")):
-            offenders.append(relative)
-    assert offenders == []
+@pytest.fixture
+def writer_workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.writer_app", {})
+    yield pool
+    pool.stop_all()
+
+
+@pytest.mark.parametrize("reliable", [False, True], ids=["default-promoter", "reliable-promoter"])
+def test_a_workers_promoter_routes_a_due_job_through_the_apps_writer(writer_workers, redis, reliable):
+    """The test process has no writer: the scheduled push goes to core's, and
+    only the worker's promoter, through the writer its app registered, counts it."""
+    Booked.set(ledger="acme").perform_in(0.5, "due")
+    Booked.perform_in(0.5, "plain")  # no ledger: core's writer, in the worker too
+    assert redis.zcard("schedule") == 2
+    worker = writer_workers.start("-c", "1", env={"TEST_RELIABLE_SCHEDULER": "1"} if reliable else {})
+    wait_for(lambda: redis.hlen("executions") == 2, timeout=30)
+    assert redis.hgetall("ledger:acme") == {b"promote": b"1"}
+    assert redis.zcard("schedule") == 0
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0

@@ -8,7 +8,7 @@ import time
 
 import wurk
 from tests.helpers import wait_for
-from tests.worker.worker_app import AsyncRecord, Boom, DeadNow, Killer, NoRetry, Record, Slow
+from tests.worker.worker_app import AsyncRecord, Boom, DeadNow, Killer, NoRetry, Record, Slow, TenantRecord
 from wurk.retry import decompress_backtrace
 
 
@@ -167,6 +167,19 @@ def test_async_jobs_run_on_the_processs_event_loop(workers, redis):
     AsyncRecord.perform_bulk([[n] for n in range(20)])
     worker = workers.start("-c", "3")
     wait_for(lambda: len(executions(redis)) == 20, timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_server_middleware_sets_what_the_job_instance_carries(workers, redis):
+    """Core sets only ``jid`` on a job; anything else a feature hands the job
+    (a batch its ``bid``) is set by the feature's server middleware."""
+    client = wurk.Client()
+    client.push({"class": TenantRecord, "args": ["acme"], "tenant": "acme-corp"})
+    client.push({"class": TenantRecord, "args": ["none"]})
+    worker = workers.start("-c", "2")
+    wait_for(lambda: redis.hlen("tenants") == 2, timeout=30)
+    assert redis.hgetall("tenants") == {b"acme": b"acme-corp", b"none": b"None"}
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
 

@@ -15,10 +15,21 @@ import time
 import redis
 
 import wurk
+from wurk.middleware import ServerMiddleware
 
 
 def evidence() -> redis.Redis:
     return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+class TenantFromPayload(ServerMiddleware):
+    """Gives the job instance an attribute read from its payload, the way a
+    feature's server middleware hands a job what it carries (a batch its id)."""
+
+    def call(self, job_instance, job, queue, call_next):
+        if "tenant" in job:
+            job_instance.tenant = job["tenant"]
+        return call_next()
 
 
 @wurk.configure_server
@@ -38,6 +49,7 @@ def tune(config):
     )
     config.on_poison(lambda pill: evidence().rpush("poisoned", json.dumps(pill)))
     config.super_fetch(lambda jobstr, pill: evidence().rpush("recoveries", "poison" if pill else "recovered"))
+    config.server_middleware.add(TenantFromPayload)
 
 
 class Record(wurk.Job):
@@ -75,6 +87,13 @@ class Killer(wurk.Job):
     def perform(self, key):
         evidence().hincrby("executions", str(key), 1)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class TenantRecord(wurk.Job):
+    tenant = None
+
+    def perform(self, key):
+        evidence().hset("tenants", str(key), str(self.tenant))
 
 
 class AsyncRecord(wurk.Job):

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from wurk import env
 from wurk.errors import ConfigurationError
 from wurk.events import check_event
 
@@ -96,9 +95,12 @@ class NamedAccessors:
     def _custom_pools(self) -> list[RedisPool]:
         return list(self._pools.custom)
 
-    @property
-    def web_redis_pool(self) -> RedisPool:
-        return self._pools.web
+    def shared_redis_pool(self, name: str, size: int, **overrides: Any) -> RedisPool:
+        """The pool called ``name``, built on the first ask (``size`` and
+        ``overrides`` as for :meth:`new_redis_pool`) and handed to every later
+        one, until ``reset_redis_pools``. A feature that keeps one pool of its
+        own (the dashboard's) asks for it here."""
+        return self._pools.shared(name, size, **overrides)
 
     def reset_redis_pools(self) -> None:
         """Disconnect and forget every pool (call around ``fork``)."""
@@ -209,36 +211,6 @@ class NamedAccessors:
         if drain_interval is not None:
             buffer.start_drainer(drain_interval)
         return buffer
-
-    # -- feature settings (declared by their plugins) ------------------------
-
-    @property
-    def web_pool_size(self) -> int:
-        """The dashboard pool's size: ``config["web_pool_size"]``, declared by wurk-web."""
-        return int(self["web_pool_size"])
-
-    @web_pool_size.setter
-    def web_pool_size(self, value: int) -> None:
-        self._check_frozen()
-        _ = self.plugins  # checked at once against wurk-web's declaration
-        self["web_pool_size"] = value
-
-    @property
-    def memory_limit_mb(self) -> int | None:
-        """RSS (MB) above which a swarm child is recycled; ``None`` when off.
-
-        A setting of wurk-swarm. An assigned value (``None`` and ``0`` switch
-        it off) wins over ``WURK_MAXMEM_MB`` / ``SIDEKIQ_MAXMEM_MB``.
-        """
-        if "memory_limit_mb" in self._options:
-            return self._options["memory_limit_mb"] or None
-        return env.memory_limit_mb()
-
-    @memory_limit_mb.setter
-    def memory_limit_mb(self, value: int | None) -> None:
-        self._check_frozen()
-        _ = self.plugins  # checked at once against wurk-swarm's declaration
-        self["memory_limit_mb"] = value
 
     # -- statsd (the client lives in wurk.statsd) ------------------------------
 

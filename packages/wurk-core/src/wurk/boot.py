@@ -36,6 +36,23 @@ from wurk.config import Config
 from wurk.errors import ConfigurationError
 from wurk.registry import check_module_names
 
+#: The plugin API (docs/plugins.md): the steps of a worker's boot, for a
+#: supervisor (the swarm) that boots its processes exactly as ``wurk`` does.
+__all__ = [
+    "CONFIG_FILES",
+    "AppImportError",
+    "allow_app_jobs",
+    "apply_options",
+    "build_options",
+    "check_server_version",
+    "expand_env",
+    "find_config_file",
+    "load_config_file",
+    "queue_flag",
+    "require_app",
+    "validate",
+]
+
 CONFIG_FILES = ("config/wurk.yml", "config/wurk.yaml", "config/sidekiq.yml", "config/sidekiq.yaml")
 MIN_SERVER_VERSION = (7, 0, 0)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

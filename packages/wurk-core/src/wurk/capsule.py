@@ -21,6 +21,7 @@ from wurk.middleware import Chain
 
 if TYPE_CHECKING:
     from wurk.config import Config
+    from wurk.fetch import Fetcher
     from wurk.redis_pool import RedisPool
 
 QueueEntry = str | Sequence[Any]
@@ -77,7 +78,7 @@ class Capsule:
         self._server_chain: Chain | None = None
         self._pools: dict[str, RedisPool] = {}
         self._lock = threading.Lock()
-        self.fetcher: Any = None
+        self.fetcher: Fetcher | None = None
 
     def __repr__(self) -> str:
         return f"<Capsule {self.name} concurrency={self.concurrency} queues={self.queue_specs}>"

@@ -27,6 +27,19 @@ from wurk.config import Config
 from wurk.embedded import DEFAULT_BIND, DEFAULT_DATA_DIR, DEFAULT_PORT
 from wurk.errors import ConfigurationError, PluginError, RedisConnectionError, WurkError
 
+#: The plugin API (docs/plugins.md): what a distribution that adds a command
+#: of its own may build on. ``wurkswarm`` takes the worker's flags and click
+#: settings from here, so both commands parse and fail alike.
+__all__ = [
+    "CONTEXT_SETTINGS",
+    "WORKER_OPTIONS",
+    "CommandFailed",
+    "ConfigurationFailed",
+    "build",
+    "explain",
+    "main",
+]
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 #: Exit status of a command refused because of its configuration (as click's

@@ -97,8 +97,12 @@ class Config(NamedAccessors):
             return self.concurrency
         if key == "queues":
             return self.queues
-        if key not in self._options and self._plugins is None and not self._keys.is_known(key):
-            _ = self.plugins  # a plugin may declare it, with a default
+        if key not in self._options:
+            if self._plugins is None and not self._keys.is_known(key):
+                _ = self.plugins  # a plugin may declare it, with a default
+            setting = self._keys.settings.get(key)
+            if key not in self._options and setting is not None and setting.fallback is not None:
+                return setting.fallback()
         return self._options[key]
 
     def __setitem__(self, key: str, value: Any) -> None:

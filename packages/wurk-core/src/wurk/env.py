@@ -28,17 +28,6 @@ def truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in FALSE_STRINGS
 
 
-def memory_limit_mb(environ: Mapping[str, str] | None = None) -> int | None:
-    """``WURK_MAXMEM_MB``: RSS above which a swarm child is recycled; off when
-    unset, unparseable or zero."""
-    raw = get("MAXMEM_MB", environ)
-    try:
-        value = int(raw) if raw is not None else 0
-    except ValueError:
-        return None
-    return value if value > 0 else None
-
-
 def leader_opted_out(environ: Mapping[str, str] | None = None) -> bool:
     """``WURK_LEADER=false`` keeps this process out of leader elections."""
     raw = get("LEADER", environ)

@@ -67,7 +67,7 @@ class UnitOfWork:
     queue: str
     job: str | bytes
     private: str
-    fetcher: ReliableFetcher
+    fetcher: Fetcher
     #: The id of a recovered job running under suspicion ("" for an ordinary one).
     suspect: str = ""
     #: A suspect recovered twice or more: nothing else runs in this process meanwhile.

@@ -16,6 +16,16 @@ A waiter's claim is a claim of one job: reserved in the ledger first, moved
 by ``BLMOVE``, then checked against the suspect rules (``core.adopt``) and
 handed to an idle thread. A quiet unblocks every waiter at once with
 ``CLIENT UNBLOCK`` on its connection's id, so that none claims afterwards.
+
+Waiters are plain threads, not components (:class:`wurk.Component`), on
+purpose. They are the fetcher's own blocking reads, as a processor's
+``retrieve_work`` is: started lazily by a claim that found the queues empty
+(not at boot), planned per queue and rank from the idle threads, unblocked by
+the fetcher's ``quiet`` and joined by it, all under the claim ledger's lock.
+A component's life (registered once, started before any fetch, ticked on an
+interval, stopped by the launcher after the jobs) fits none of that, and a
+waiter's error is not a tick to back off from: its reservation in the ledger
+ends, it is reported, and the waiter blocks again after a short pause.
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.runtime import Runtime
 
+#: The plugin API (docs/plugins.md): the swarm asks ``share_port`` whether its
+#: children take turns on one health port.
+__all__ = ["SHARE_RETRY", "HealthCheck", "share_port"]
+
 #: Seconds between attempts to take over a shared port that another process holds.
 SHARE_RETRY = 5.0
 #: Seconds the accept loop waits for a request before it checks for a stop request.

@@ -4,16 +4,18 @@ Once at start and then every 10 seconds it flushes the processed/failed/
 expired counters, rewrites the ``<identity>:work`` hash of running jobs, and
 refreshes the ``<identity>`` hash (60 s TTL) with every field Sidekiq 8
 writes, in one MULTI that also pops one remote signal from
-``<identity>-signals``. A Redis error during a beat is logged and the beat is
-skipped; the counts of a failed flush are kept for the next one.
+``<identity>-signals``. A Redis error during a beat is reported like any
+component's failed tick, by the base :class:`~wurk.component.Component`, and
+the beat is skipped; the counts of a failed flush are kept for the next one.
 
 The 10-second beat is the wire's cadence, but a person watching ``wurk stats``
 or a dashboard should not wait that long to see what just happened. So the
 thread also wakes every second in between: it flushes the counters when jobs
 have finished since the last flush (one pipeline a second at most, never one
 per job), and beats at once when the process has just been quieted. While
-Redis is unreachable it pings it on each wake, and beats the moment it
-answers, which also ends the outage in the log.
+Redis is unreachable it pings it on each wake (the base's back-off spacing the
+wakes out, up to the beat's own 10 seconds), and beats the moment it answers,
+which also ends the outage in the log.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def rss_kb() -> int:
 
 class Heartbeat(Component):
     name = "wurk-heartbeat"
+    context = "heartbeat"
     interval = TICK
+    #: Failing wakes back off to the wire's cadence, no further: a process
+    #: whose Redis comes back should reappear within one beat.
+    max_backoff = BEAT_PAUSE
 
     def __init__(self, runtime: Runtime) -> None:
         super().__init__(runtime.config)
@@ -92,7 +98,9 @@ class Heartbeat(Component):
         return self.runtime.last_beat
 
     def start(self) -> None:
-        self.beat()  # the first beat before any job runs: the process is visible at once
+        # The first beat before any job runs: the process is visible at once.
+        # A failure is reported and counted like a failed tick; the loop retries.
+        self.guarded(self.beat)
         super().start()
 
     def first_wait(self) -> float:
@@ -111,35 +119,33 @@ class Heartbeat(Component):
 
     def tick(self) -> None:
         """One wake: the beat when it is due (or the process was just
-        quieted), else the counters, or a ping while Redis is unreachable."""
+        quieted), else the counters, or a ping while Redis is unreachable.
+        Raises what Redis raised; the base reports it and backs off."""
         if time.monotonic() >= self._next_beat or self.runtime.quieted != self._quiet_shown:
             self.beat()
             return
-        try:
-            if self.config.outage_log.down:
-                self.config.redis_pool.execute(lambda conn: conn.ping())
-                if self._failed:
-                    # Back: beat now, so a process whose hash lapsed during
-                    # the outage reappears at once, not at the next beat.
-                    self.beat()
-                    return
-                self.config.outage_log.recovered()
-            self.flush_stats()
-        except Exception as exc:
-            self.config.handle_exception(exc, {"context": "heartbeat"})
+        if self.config.outage_log.down:
+            self.config.redis_pool.execute(lambda conn: conn.ping())
+            if self._failed:
+                # Back: beat now, so a process whose hash lapsed during
+                # the outage reappears at once, not at the next beat.
+                self.beat()
+                return
+            self.config.outage_log.recovered()
+        self.flush_stats()
 
     def beat(self) -> None:
+        """One beat; raises when Redis did not take it."""
         self._next_beat = time.monotonic() + self._pause
         # Taken before the beat, so that a beat which fails is not retried
         # every second: the regular cadence (or the end of an outage) will.
         self._quiet_shown = self.runtime.quieted
         try:
             self._beat()
-        except Exception as exc:
+        except Exception:
             self._failed = True
-            self.config.handle_exception(exc, {"context": "heartbeat"})
-        else:
-            self._failed = False
+            raise
+        self._failed = False
 
     def _beat(self) -> None:
         self.flush_stats()
@@ -237,5 +243,5 @@ class Heartbeat(Component):
 
     def beat_quiet_then_clear(self) -> None:
         """The last beat (showing ``quiet``) and then leave ``processes``."""
-        self.beat()
+        self.guarded(self.beat)
         self.clear()

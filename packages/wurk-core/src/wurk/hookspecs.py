@@ -1,10 +1,10 @@
 """The hooks a Wurk plugin can implement.
 
-Every feature of Wurk beyond the core job system (batches, rate limiters,
-periodic jobs, unique jobs, encryption, the dashboard, the swarm) attaches to
-core through these hooks and nothing else, and third-party plugins use exactly
-the same surface. A plugin is a module (or object) with functions decorated by
-:data:`wurk.hookimpl`, published under the ``wurk`` entry-point group::
+Every feature of Wurk beyond the core job system (each of Wurk's own feature
+distributions) attaches to core through these hooks and nothing else, and
+third-party plugins use exactly the same surface. A plugin is a module (or
+object) with functions decorated by :data:`wurk.hookimpl`, published under the
+``wurk`` entry-point group::
 
     # mypackage/plugin.py
     import wurk
@@ -125,7 +125,7 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> No
 def wurk_register_scripts(scripts: ScriptRegistry) -> None:
     """Register Lua scripts, usually ``scripts.register_package(__package__)``.
 
-    Script names are namespaced (``"batches.complete"``); the registry loads
+    Script names are namespaced (``"audit.record"``); the registry loads
     each script lazily, once per connection pool.
     """
 
@@ -133,10 +133,10 @@ def wurk_register_scripts(scripts: ScriptRegistry) -> None:
 @hookspec
 def wurk_register_settings(settings: SettingRegistry) -> None:
     """Declare the configuration settings this plugin owns, with their
-    defaults and validation (``settings.add("memory_limit_mb", default=None,
-    check=...)``).
+    defaults and validation (``settings.add("invoice_batch_size", default=100,
+    check=whole_number(1))``), or a ``fallback`` read while unassigned.
 
-    A declared setting is a known option: ``config["memory_limit_mb"]`` reads
+    A declared setting is a known option: ``config["invoice_batch_size"]`` reads
     its default until set, a bad value is refused when it is set, and a key
     that is close to it is reported as a likely misspelling.
     """

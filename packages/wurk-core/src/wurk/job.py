@@ -196,7 +196,6 @@ class Job:
     wire_name: ClassVar[str | None] = None
 
     jid: str | None = None
-    bid: str | None = None
 
     def __init_subclass__(cls, **options: Any) -> None:
         super().__init_subclass__()

@@ -8,9 +8,11 @@ then a manager per capsule.
 
 Stopping has two phases. ``quiet`` stops fetching new jobs (one-way: a quiet
 process never fetches again) and tells the components. ``stop`` then fires
-``shutdown``, lets running jobs finish until the ``timeout`` deadline, gives
-everything still unfinished back to its queue, stops the components within
-what is left of the deadline (a few seconds at least), and fires ``exit``.
+``shutdown``, lets running jobs finish until shortly before the ``timeout``
+deadline, gives everything still unfinished back to its queue, stops the
+components within what is left of the deadline, and fires ``exit``: the
+whole process is down within ``timeout``, as a supervisor counting on it
+(systemd's stop timeout, Kubernetes' grace period) expects.
 """
 
 from __future__ import annotations
@@ -35,8 +37,19 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.heartbeat import Heartbeat
 
-#: Seconds the components get to stop even when the jobs used the whole
-#: shutdown timeout: enough for the final beat and the leader's release.
+#: The plugin API (docs/plugins.md): a supervisor runs each worker process
+#: through a Launcher, as ``wurk`` does.
+__all__ = ["Launcher"]
+
+#: Seconds of the shutdown timeout kept for the components after the jobs
+#: (at most :data:`COMPONENT_SHARE` of it): enough for the final beat and the
+#: leader's release, which are one round trip each.
+COMPONENT_RESERVE = 1.0
+#: The largest part of the shutdown timeout the components' reserve may take,
+#: so a short timeout still leaves most of it to the jobs.
+COMPONENT_SHARE = 0.2
+#: Seconds the started components get to stop when the boot itself fails (no
+#: shutdown timeout applies then).
 COMPONENT_GRACE = 3.0
 
 
@@ -148,18 +161,20 @@ class Launcher:
     def stop(self) -> None:
         if not self.runtime.mark_stopping():
             return
-        deadline = time.monotonic() + float(self.config["timeout"])
+        timeout = float(self.config["timeout"])
+        deadline = time.monotonic() + timeout
+        jobs_deadline = deadline - min(COMPONENT_RESERVE, COMPONENT_SHARE * timeout)
         self.quiet()
         self.config.fire_event("shutdown")
         requeued = 0
         for manager in self.managers:
             try:
-                requeued += manager.stop(deadline)
+                requeued += manager.stop(jobs_deadline)
             except Exception as exc:
                 self.config.handle_exception(exc, {"context": "shutdown requeue"})
         if requeued:
             self.config.logger.info("gave %s unfinished job(s) back to their queues", requeued)
-        self._stop_components(max(deadline, time.monotonic() + COMPONENT_GRACE))
+        self._stop_components(deadline)
         self.runtime.loop.stop()
         self.runtime.identity.unregister()
         self.config.fire_event("exit")

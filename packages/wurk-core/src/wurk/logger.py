@@ -2,7 +2,7 @@
 
 Wurk logs through the standard :mod:`logging` module under the ``wurk`` logger,
 so applications route it like any other library. What Wurk adds is a context
-(``jid``, ``bid``, ``tags``, ``class``…) kept in a :class:`contextvars.ContextVar`,
+(``jid``, ``tags``, ``class``…) kept in a :class:`contextvars.ContextVar`,
 which every formatter below appends to each line. Code deep inside a job logs
 with its job's id without passing anything around, and the context follows
 ``async def`` jobs across awaits.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from wurk.fetch import ReliableFetcher
+from wurk.fetch import Fetcher, ReliableFetcher
 from wurk.processor import Processor, ProcessStats
 from wurk.retry import JobRetry
 
@@ -45,13 +46,14 @@ class Manager:
         self.stats = stats
         self.work_state = work_state
         self.loop = loop
-        fetch_class = self.config.option("fetch_class") or ReliableFetcher
-        self.fetcher = fetch_class(capsule, identity)
+        fetch_class: Callable[[Capsule, ProcessIdentity], Fetcher] = (
+            self.config.option("fetch_class") or ReliableFetcher
+        )
+        self.fetcher: Fetcher = fetch_class(capsule, identity)
         setup = self.config.option("fetch_setup")
         if setup is not None:
             setup(self.fetcher)
-        if hasattr(self.fetcher, "prefetch"):
-            self.fetcher.prefetch = self.prefetch
+        self.fetcher.prefetch = self.prefetch
         self._average = SLOW_JOB
         self.retrier = JobRetry(self.config)
         self._resolved: dict[str, type] = {}
@@ -110,9 +112,7 @@ class Manager:
             self._done = True
         for processor in self.processors:
             processor.terminate()
-        quiet = getattr(self.fetcher, "quiet", None)
-        if quiet is not None:
-            quiet()
+        self.fetcher.quiet()
 
     def stop(self, deadline: float) -> int:
         """Wait for running jobs until ``deadline``, then requeue what is left.

@@ -34,7 +34,9 @@ CORE_OPTIONS = (
     "pool",
 )
 
-#: Options that only mean something when a feature distribution is active.
+#: Options that only mean something when a feature distribution is active: a
+#: hint table naming the distribution to install, nothing more (STYLE rule 6);
+#: the plugin declares the option itself, through ``wurk_register_options``.
 FEATURE_OPTIONS = {
     "unique_for": "wurk-unique",
     "unique_until": "wurk-unique",

@@ -24,14 +24,13 @@ the connection dropped) is replayed too: at-least-once, like the rest of Wurk.
 
 Payloads are replayed through the push writer that took them
 (:mod:`wurk.writers`). A writer that declares its payloads not replayable
-(a batch's, whose bookkeeping happens at push time and cannot be replayed
+(one whose bookkeeping happens at push time and cannot be replayed
 safely) is never buffered: its push raises :class:`NotReplayableError`.
 """
 
 from __future__ import annotations
 
 import collections
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
 
+from wurk import forking
 from wurk.component import Component
 from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
 from wurk.redis_pool import PoolTimeoutError
@@ -205,10 +205,6 @@ class NotReplayableError(WurkError, ConnectionError):
         self.writer = writer
 
 
-#: The name this error had while core knew that batches are not replayable.
-BatchNotBufferedError = NotReplayableError
-
-
 class BufferOverflowError(WurkError):
     """The buffer is full and its overflow mode is ``raise``; ``payload`` is the
     job that did not fit, for the caller to keep elsewhere."""
@@ -229,7 +225,7 @@ class OutageBuffer:
         self._buffered = 0
         self._dropped = 0
         self.configure(size=size, overflow=overflow)
-        os.register_at_fork(after_in_child=self._forget_after_fork)
+        forking.reset_in_child(self)
 
     def configure(self, *, size: int, overflow: str) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -239,7 +235,7 @@ class OutageBuffer:
         self.size = size
         self.overflow = overflow
 
-    def _forget_after_fork(self) -> None:
+    def reset_after_fork(self) -> None:
         # The parent still holds these jobs and will replay them; a child that
         # replayed them too would push each one twice.
         self._items = collections.deque()

@@ -1,8 +1,8 @@
 """What happened to a job, told to plugins once the core has booked it.
 
-Batches, rate limiters and unique jobs each need to hear how a run ended —
-a success, a retry booked, a death, a reschedule, a job given back at
-shutdown — without reaching into the processor or the retry layer. Core
+A feature that books something per job (a limiter's slot, a lock, a
+counter) needs to hear how a run ended — a success, a retry booked, a death,
+a reschedule, a job given back at shutdown — without reaching into the processor or the retry layer. Core
 reports each of those as one frozen :class:`Outcome` through the
 ``wurk_job_outcome(outcome, config)`` hook, from wherever it happens: the
 processor and the retry layer in a worker, the reaper for a poison pill, the
@@ -124,7 +124,7 @@ _running: ContextVar[_Running | None] = ContextVar("wurk_outcome_running", defau
 def listening(config: Config) -> bool:
     """Whether any plugin implements the hook: callers on the hot path ask once
     and keep the answer."""
-    return bool(getattr(config.plugins.hook, HOOK).get_hookimpls())
+    return config.plugins.implemented(HOOK)
 
 
 def begin(jid: Any) -> None:
@@ -142,7 +142,7 @@ def report(config: Config, outcome: Outcome, *, known_listening: bool = False) -
     """Tell every listening plugin, each in turn, a failing one reported and
     skipped. ``known_listening`` spares the look-up for a caller that cached it."""
     plugins = config.plugins
-    if not known_listening and not getattr(plugins.hook, HOOK).get_hookimpls():
+    if not known_listening and not plugins.implemented(HOOK):
         return
     running = _running.get()
     if running is not None and running.jid == outcome.jid:

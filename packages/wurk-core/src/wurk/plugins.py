@@ -3,8 +3,8 @@
 One :class:`Plugins` object belongs to one configuration; there is no plugin
 manager at module level, and nothing is discovered at import time. Plugins are
 found through the ``wurk`` entry-point group, the entry point's name being the
-plugin's name (``batches``, ``cron``…). A plugin can be switched off without
-uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,batches`` or from
+plugin's name (``cron``, ``web``…). A plugin can be switched off without
+uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,web`` or from
 ``config["disabled_plugins"]``; a switched-off plugin is never imported.
 
 Core registers its own built-ins (``wurk.builtins``, under the name ``core``)
@@ -241,10 +241,25 @@ class Plugins:
             raise PluginError(str(exc)) from exc
 
     @property
-    def hook(self) -> Any:
-        """pluggy's untyped hook relay, for hooks that plugins offer through
-        ``wurk_addhooks``; call core's own hooks through :attr:`call`."""
+    def hook(self) -> pluggy.HookRelay:
+        """pluggy's hook relay, for hooks that plugins offer to each other
+        through ``wurk_addhooks`` (core knows nothing of their results); core
+        calls its own hooks through :attr:`call`, never through this."""
         return self._pm.hook
+
+    def implemented(self, hook: str) -> bool:
+        """Whether any registered plugin implements core's hook ``hook``
+        (``"wurk_job_outcome"``). The hot path asks this once and keeps the
+        answer, so that nobody listening costs nothing per job."""
+        if not hook.startswith("wurk_") or not hasattr(hookspecs, hook):
+            raise ValueError(f"{hook!r} is not one of core's hooks")
+        return bool(self._caller(hook).get_hookimpls())
+
+    def _caller(self, hook: str) -> pluggy.HookCaller:
+        # The one place a hook is looked up by name: the lifecycle events and
+        # the contained notifications are dispatched by their hook's name.
+        caller: pluggy.HookCaller = getattr(self._pm.hook, hook)
+        return caller
 
     @property
     def manager(self) -> pluggy.PluginManager:
@@ -319,7 +334,7 @@ class Plugins:
         """
         if event not in hookspecs.LIFECYCLE_EVENTS:
             raise ValueError(f"unknown lifecycle event {event!r}; expected one of {hookspecs.LIFECYCLE_EVENTS}")
-        caller = getattr(self._pm.hook, f"wurk_{event}")
+        caller = self._caller(f"wurk_{event}")
         # Registration order (core, then plugins as discovered), with
         # tryfirst/trylast honoured; the stopping events run it backwards.
         ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
@@ -342,7 +357,7 @@ class Plugins:
         code that fires them is booking a job, which must not fail, nor keep
         the other listeners from hearing, because one listener raised.
         """
-        caller = getattr(self._pm.hook, hook)
+        caller = self._caller(hook)
         ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
         arguments["config"] = config
         for impl in ordered:

@@ -1,7 +1,7 @@
 """The Redis pools of one configuration, beyond what each capsule keeps.
 
 A worker process keeps disjoint pools on purpose (each capsule's main and
-fetch pools, the dashboard's web pool, any extra pool a plugin asks for), so
+fetch pools, any extra pool a plugin asks for, such as the dashboard's), so
 that a burst on one never starves another. Every one of them is built by
 :meth:`ConfigPools.new`, which is what lets :meth:`ConfigPools.reset` and
 :meth:`ConfigPools.reset_after_fork` reach them all: a pool nobody tracked
@@ -15,15 +15,10 @@ import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from wurk.errors import ConfigurationError
 from wurk.redis_pool import RedisPool
 
 if TYPE_CHECKING:
     from wurk.config import Config
-
-#: Seconds the dashboard waits for a free connection: a page that cannot get
-#: one soon should say so rather than hang the browser.
-WEB_POOL_TIMEOUT = 1.0
 
 
 class LiveHandlers:
@@ -45,7 +40,8 @@ class ConfigPools:
         self._lock = threading.RLock()
         #: Every pool built by :meth:`new` since the last reset.
         self.custom: list[RedisPool] = []
-        self._web: RedisPool | None = None
+        #: The pools asked for by name through :meth:`shared`.
+        self._shared: dict[str, RedisPool] = {}
 
     def new(self, size: int, name: str = "custom", **overrides: Any) -> RedisPool:
         """An extra pool on the configured server (``overrides`` change its
@@ -56,22 +52,15 @@ class ConfigPools:
             self.custom.append(pool)
         return pool
 
-    @property
-    def web(self) -> RedisPool:
-        """The dashboard's pool, ``web_pool_size`` connections (a setting of
-        wurk-web), built on first use."""
+    def shared(self, name: str, size: int, **overrides: Any) -> RedisPool:
+        """The pool called ``name``: built by :meth:`new` on the first ask,
+        the same one for every later ask (whose ``size`` and ``overrides``
+        are then ignored) until :meth:`reset`."""
         with self._lock:
-            if self._web is None:
-                size = self._config.get("web_pool_size")
-                if size is None:
-                    raise ConfigurationError(
-                        "the web pool is sized by web_pool_size, a setting of the wurk-web plugin: "
-                        "is wurk-web installed, and not disabled in WURK_DISABLE_PLUGINS "
-                        "or config['disabled_plugins']?"
-                    )
-                options = {**self._config.redis, "pool_timeout": WEB_POOL_TIMEOUT}
-                self._web = RedisPool(options, size=size, name="web", error_handlers=LiveHandlers(self._config))
-            return self._web
+            pool = self._shared.get(name)
+            if pool is None:
+                pool = self._shared[name] = self.new(size, name, **overrides)
+            return pool
 
     def reset(self, capsule_pools: Iterable[Any]) -> None:
         """Disconnect and forget every pool, the capsules' (``capsule_pools``:
@@ -79,7 +68,7 @@ class ConfigPools:
         use from the current connection options."""
         with self._lock:
             pools, self.custom = self.custom, []
-            self._web = None
+            self._shared = {}
         for owner in capsule_pools:
             owner.reset_redis_pools()
         for pool in pools:
@@ -90,5 +79,5 @@ class ConfigPools:
         one keeps working, but drops the parent's connections and reconnects
         afresh. The lock is replaced first: a parent thread may have held it."""
         self._lock = threading.RLock()
-        for pool in [*self.custom, *([self._web] if self._web is not None else [])]:
+        for pool in self.custom:  # the shared pools among them
             pool.reset_after_fork()

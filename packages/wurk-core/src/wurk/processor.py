@@ -219,9 +219,7 @@ class Processor:
     def _abandon(self, uow: UnitOfWork) -> None:
         """A job neither finished nor booked stays in the private list; the
         fetcher gives it back to its queue on its next claim."""
-        abandon = getattr(self.fetcher, "abandon", None)
-        if abandon is not None:
-            abandon(uow)
+        self.fetcher.abandon(uow)
 
     def _log_end(self, word: str, started: float) -> None:
         if not self._skip_logging:
@@ -259,8 +257,6 @@ class Processor:
         job_class = self.manager.resolve(job["class"])
         instance = job_class()
         instance.jid = job.get("jid")
-        if job.get("bid"):
-            instance.bid = job["bid"]
         return self.retrier.run_local(
             job_class,
             job,

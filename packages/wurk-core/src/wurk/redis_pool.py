@@ -48,6 +48,10 @@ from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from wurk.errors import ConfigurationError, RedisConnectionError
 
+#: The plugin API (docs/plugins.md): a feature's own pool is a RedisPool, and
+#: a URL it shows anyone goes through ``mask_url`` first.
+__all__ = ["DEFAULT_URL", "PoolTimeoutError", "RedisPool", "mask_url"]
+
 T = TypeVar("T")
 
 DEFAULT_URL = "redis://localhost:6379/0"

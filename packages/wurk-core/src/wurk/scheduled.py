@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 SORTED_SETS = (keys.RETRY, keys.SCHEDULE)
 PROMOTE_BATCH = 500
 #: The chained promoter's lock lease, renewed by each script call: long enough
-#: for one batch through the middleware, short enough that a crashed
+#: for one pass through the middleware, short enough that a crashed
 #: promoter's lock is soon taken over.
 PROMOTE_LEASE_MS = 30_000
 INITIAL_JITTER = 5.0

@@ -55,7 +55,9 @@ class _Unset:
 UNSET: Final = _Unset()
 
 #: Settings that only mean something while a feature distribution is active,
-#: so that setting one without it can name the distribution to install.
+#: so that setting one without it can name the distribution to install. A hint
+#: table and nothing more (STYLE rule 6): each setting's default, check and
+#: meaning are declared by its plugin, through ``wurk_register_settings``.
 FEATURE_SETTINGS: dict[str, str] = {
     "web_pool_size": "wurk-web",
     "memory_limit_mb": "wurk-swarm",
@@ -117,6 +119,10 @@ class Setting:
     check: Check | None = None
     owner: str = CORE
     doc: str = ""
+    #: Called for the value ``config[name]`` reads while the key is unset
+    #: (an environment variable, read at each read so that the process's
+    #: environment, not the moment the plugins loaded, decides).
+    fallback: Callable[[], Any] | None = None
 
     @property
     def has_default(self) -> bool:
@@ -155,9 +161,12 @@ class SettingRegistry:
         check: Check | None = None,
         owner: str | None = None,
         doc: str = "",
+        fallback: Callable[[], Any] | None = None,
     ) -> Setting:
         """Declare ``name``. ``owner`` names the distribution in messages; it
-        defaults to the declaring module's top-level package.
+        defaults to the declaring module's top-level package. ``fallback``, for
+        a setting without a default, gives what ``config[name]`` reads while
+        the key is unset (``name in config`` stays false: nothing was assigned).
 
         A name already declared by another owner is refused: two plugins
         reading one key with different defaults or checks would each be wrong
@@ -167,11 +176,13 @@ class SettingRegistry:
             raise PluginError(f"a setting needs a non-empty name, got {name!r}")
         if check is not None and not callable(check):
             raise PluginError(f"setting {name!r}: check must be callable, got {check!r}")
+        if fallback is not None and (not callable(fallback) or default is not UNSET):
+            raise PluginError(f"setting {name!r}: fallback must be a callable, for a setting without a default")
         owner = owner or _calling_package(1)
         current = self._settings.get(name)
         if current is not None and current.owner != owner:
             raise PluginError(f"setting {name!r} is declared by both {current.owner} and {owner}")
-        setting = self._settings[name] = Setting(name, default, check, owner, doc)
+        setting = self._settings[name] = Setting(name, default, check, owner, doc, fallback)
         return setting
 
     def get(self, name: str) -> Setting | None:
@@ -205,6 +216,8 @@ DEFAULTS: dict[str, Any] = {
     "dead_timeout_in_seconds": 15_552_000,
     "reloader": lambda run: run(),
     "backtrace_cleaner": lambda lines: lines,
+    # Sidekiq's own default, kept so a shared log reads alike: payload fields
+    # copied into the log context when a job carries them.
     "logged_job_attributes": ["bid", "tags"],
     "redis_idle_timeout": None,
     "redis_error_handlers": [],

@@ -11,8 +11,8 @@ or a function that registers an SQLAlchemy ``after_commit`` listener. Like the
 framework hooks, it must run the callback at once when no transaction is open.
 
 Bulk pushes are never deferred, nor pushes whose push writer declares them
-not replayable (:mod:`wurk.writers`): a batch counts its jobs when they are
-pushed, and deferring would desync its totals. The writer is asked before the
+not replayable (:mod:`wurk.writers`): such a writer books its jobs when they
+are pushed, and deferring would desync what it booked. The writer is asked before the
 client middleware runs, since the chain runs at the commit.
 """
 

@@ -12,9 +12,9 @@ A plugin types its hook against this protocol::
 
     @wurk.hookimpl
     def wurk_register_web(app: WebRegistry) -> None:
-        app.add_page("/batches", "Batches", render_batches)
-        app.add_api("/api/batches", list_batches)
-        app.add_static("/static/batches", Path(__file__).parent / "static")
+        app.add_page("/audit", "Audit", render_audit)
+        app.add_api("/api/audit", audit_counts)
+        app.add_static("/static/audit", Path(__file__).parent / "static")
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ class WebRegistry(Protocol):
     """The dashboard's registry object (provisional; see the module docstring)."""
 
     def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
-        """Add an HTML page at ``path`` (``"/batches"``) whose body ``render``
+        """Add an HTML page at ``path`` (``"/audit"``) whose body ``render``
         returns. ``title`` is its heading and, with ``nav``, its entry in the
         dashboard's navigation bar; ``nav=False`` for detail pages reached by
         links."""
         ...
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:
-        """Add a JSON route at ``path`` (``"/api/batches"``) for the HTTP
+        """Add a JSON route at ``path`` (``"/api/audit"``) for the HTTP
         ``methods``; ``handler`` returns a JSON-serialisable value."""
         ...
 

@@ -5,7 +5,7 @@ client, the outage buffer's replay and both scheduled-job promoters — hands
 its payloads, after the client middleware, to :meth:`PushWriterRegistry.route`.
 Each payload goes to the first plugin writer that claims it, and to core's own
 pipelined write (:class:`CoreWriter`) otherwise. A feature whose bookkeeping
-must happen in the same round trip as the push (a batch counting its jobs)
+must happen in the same round trip as the push (an account counting its jobs)
 writes its payloads itself, through one Lua script, without core knowing
 anything about it::
 
@@ -72,7 +72,7 @@ class PushWriter:
     when the job reaches its queue; a payload with ``at`` is a scheduled job.
     """
 
-    #: Names the writer in errors ("nothing was pushed for writer 'batches'").
+    #: Names the writer in errors ("nothing was pushed for writer 'accounts'").
     name: str = ""
     #: False when a payload cannot be written later than its push (its
     #: bookkeeping happened at push time): never buffered, never deferred.

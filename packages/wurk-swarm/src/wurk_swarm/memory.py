@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from wurk import env
 
-__all__ = ["MEMORY_CHECK_INTERVAL", "MemoryWatch", "memory_limit_mb", "rss_kb"]
+__all__ = ["MEMORY_CHECK_INTERVAL", "MemoryWatch", "environment_limit_mb", "memory_limit_mb", "rss_kb"]
 
 #: Seconds between two RSS sweeps of the fleet. Reading statm is cheap, but RSS
 #: moves slowly and a recycle takes a whole boot, so checking more often would
@@ -72,6 +72,13 @@ def _positive_mb(value: Any) -> int | None:
     return number if number > 0 else None
 
 
+def environment_limit_mb(environ: Mapping[str, str] | None = None) -> int | None:
+    """``WURK_MAXMEM_MB``, else ``SIDEKIQ_MAXMEM_MB``, as a limit in MB; ``None``
+    (off) when unset, unparseable or zero. The ``memory_limit_mb`` setting's
+    fallback while it is unassigned."""
+    return _positive_mb(env.get("MAXMEM_MB", environ))
+
+
 def memory_limit_mb(config: _Settings) -> int | None:
     """The RSS ceiling in MB for a child, or ``None`` when recycling is off.
 
@@ -86,7 +93,7 @@ def memory_limit_mb(config: _Settings) -> int | None:
             return _positive_mb(config["memory_limit_mb"])
     except KeyError:  # a mapping that claims the key and cannot produce it
         pass
-    return env.memory_limit_mb()
+    return environment_limit_mb()
 
 
 class MemoryWatch:

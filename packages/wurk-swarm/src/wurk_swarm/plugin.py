@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from wurk.hookspecs import hookimpl
 from wurk.settings import optional, positive_number, whole_number
+from wurk_swarm.memory import environment_limit_mb
 
 if TYPE_CHECKING:
     import click
@@ -37,11 +38,13 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
         owner="wurk-swarm",
         doc="Seconds the parent waits past the shutdown timeout before it kills a child.",
     )
-    # No default: unset, config.memory_limit_mb falls back to WURK_MAXMEM_MB,
-    # while an assigned None or 0 switches recycling off whatever it says.
+    # No default: unset, config["memory_limit_mb"] reads WURK_MAXMEM_MB (then
+    # SIDEKIQ_MAXMEM_MB) at each read, while an assigned None or 0 switches
+    # recycling off whatever the environment says.
     settings.add(
         "memory_limit_mb",
         check=optional(whole_number(0)),
+        fallback=environment_limit_mb,
         owner="wurk-swarm",
         doc="RSS (MB) above which a child is recycled; None or 0 switches it off.",
     )

@@ -1,8 +1,10 @@
 """The wurk-web plugin: the dashboard. Coming: so far only the plugin's
-registration (and its pool-size default) exists, so ``wurk plugins`` lists it
-as "coming"."""
+registration, its pool-size setting and its pool (:func:`redis_pool`) exist,
+so ``wurk plugins`` lists it as "coming"."""
 
 from importlib import metadata
+
+from wurk_web.pool import redis_pool
 
 try:
     # This distribution's own version, not core's: they are released apart.
@@ -10,4 +12,4 @@ try:
 except metadata.PackageNotFoundError:  # imported from a source tree, not installed
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "redis_pool"]

@@ -29,5 +29,5 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
         default=WEB_POOL_SIZE,
         check=whole_number(1),
         owner="wurk-web",
-        doc="Connections in the dashboard's Redis pool (config.web_redis_pool).",
+        doc="Connections in the dashboard's Redis pool (wurk_web.redis_pool(config)).",
     )

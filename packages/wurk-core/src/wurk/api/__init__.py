@@ -10,13 +10,14 @@ Every class takes an optional ``config=`` (the process default otherwise)
 and ``pool=`` (another Redis, say a second shard).
 """
 
+from wurk.api.dead import DeadSet
 from wurk.api.deploy import Deploy
 from wurk.api.entry import SortedEntry
 from wurk.api.processes import Process, ProcessSet, Work, WorkSet
 from wurk.api.queue import Queue
 from wurk.api.record import IterableState, JobRecord
 from wurk.api.search import Search
-from wurk.api.sorted import DeadSet, JobSet, RetrySet, ScheduledSet, SortedSet
+from wurk.api.sorted import JobSet, RetrySet, ScheduledSet, SortedSet
 from wurk.api.stats import History, QueueSummary, Stats
 
 __all__ = [

@@ -97,7 +97,7 @@ class SortedEntry(JobRecord):
     def kill(self) -> dict[str, Any] | None:
         """Remove the entry and add it to the dead set, running the death
         handlers; the payload, or None when someone else took the entry first."""
-        from wurk.api.sorted import DeadSet
+        from wurk.api.dead import DeadSet
 
         taken = self.parent._take(self)
         if taken is None:

@@ -204,6 +204,8 @@ class JobRecord(RedisAccess):
 
     @property
     def bid(self) -> str | None:
+        # Wire-format knowledge, not a feature: Sidekiq's JobRecord reads the
+        # payload's ``bid`` field the same way, for every job.
         return self.item.get("bid")
 
     @property
@@ -309,7 +311,9 @@ class JobRecord(RedisAccess):
             return [*shown, kwargs] if isinstance(kwargs, dict) and kwargs else shown
         args = list(self.args)
         if self.item.get("encrypt") and args:
-            args[-1] = ENCRYPTED_PLACEHOLDER  # ciphertext means nothing to a reader
+            # Wire-format knowledge, as in Sidekiq's API: a payload flagged
+            # ``encrypt`` carries ciphertext last, which means nothing to a reader.
+            args[-1] = ENCRYPTED_PLACEHOLDER
         return args
 
     def _active_job(self) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""The ``schedule``, ``retry`` and ``dead`` sorted sets, scored by epoch seconds.
+"""The ``schedule`` and ``retry`` sorted sets, scored by epoch seconds.
 
 :class:`SortedSet` is the plain ZSET surface; :class:`JobSet` knows its
-members are job payloads; :class:`ScheduledSet`, :class:`RetrySet` and
-:class:`DeadSet` are the three sets Wurk and Sidekiq keep. Members are
+members are job payloads; :class:`ScheduledSet` and :class:`RetrySet` are two
+of the three sets Wurk and Sidekiq keep (the dead set, with its trimming and
+its death handlers, is :mod:`wurk.api.dead`). Members are
 removed by their exact bytes whenever they are known, which is what makes a
 removal both precise and a reliable "I took it" signal under concurrency.
 """
@@ -12,17 +13,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from wurk import keys, outcomes
+from wurk import keys
 from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
 from wurk.api.entry import SortedEntry
-from wurk.outcomes import Outcome
-from wurk.retry import KILLED_BY_API, JobRetry
 
 if TYPE_CHECKING:
     from wurk.client import Client
@@ -44,7 +42,7 @@ def scan_pattern(match: str) -> str:
     return f"*{escaped}*"
 
 
-def _member(message: Member | Mapping[str, Any]) -> Member:
+def as_member(message: Member | Mapping[str, Any]) -> Member:
     return wire.dumps(message) if isinstance(message, Mapping) else message
 
 
@@ -167,7 +165,7 @@ class SortedSet(RedisAccess):
         return None
 
     def _restore(self, member: Member, score: float) -> None:
-        self.run(lambda conn: _zadd(conn, self.name, member, score))
+        self.run(lambda conn: zadd_member(conn, self.name, member, score))
         self._removed -= 1
 
     def _client(self) -> Client:
@@ -202,8 +200,8 @@ class JobSet(SortedSet):
     def schedule(self, timestamp: datetime | float, job: Mapping[str, Any] | Member) -> int:
         """Add a payload (a dict, or JSON already encoded) at ``timestamp``."""
         score = epoch_seconds(timestamp)
-        member = _member(job)
-        return self.run(lambda conn: _zadd(conn, self.name, member, score))
+        member = as_member(job)
+        return self.run(lambda conn: zadd_member(conn, self.name, member, score))
 
     def fetch(self, score: Score | tuple[Score, Score], jid: str | None = None) -> list[SortedEntry]:
         """The entries at a score, or within an inclusive ``(low, high)`` range,
@@ -277,6 +275,9 @@ class JobSet(SortedSet):
         """Move every entry to the dead set (death handlers run unless
         ``notify_failure=False``); the number moved. The dead set is trimmed
         once, at the end."""
+        # Imported here: the dead set is a JobSet, defined on top of this module.
+        from wurk.api.dead import DeadSet
+
         dead = DeadSet(config=self.config, pool=self._pool)
         moved = 0
         try:
@@ -304,114 +305,20 @@ class RetrySet(JobSet):
         super().__init__(name, config=config, pool=pool)
 
 
-class DeadSet(JobSet):
-    """Jobs out of retries (``dead``), scored by time of death and kept within
-    ``dead_max_jobs`` entries and ``dead_timeout_in_seconds`` of age."""
-
-    API_KILL_MESSAGE = KILLED_BY_API
-
-    def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | None = None):
-        super().__init__(name, config=config, pool=pool)
-
-    def _limits(self, max_jobs: int | None, timeout: float | None) -> tuple[int, float]:
-        jobs = int(self.config["dead_max_jobs"] if max_jobs is None else max_jobs)
-        age = float(self.config["dead_timeout_in_seconds"] if timeout is None else timeout)
-        return jobs, age
-
-    def _queue_trim(self, pipe: Any, now: float, max_jobs: int | None, timeout: float | None) -> None:
-        jobs, age = self._limits(max_jobs, timeout)
-        pipe.zremrangebyscore(self.name, "-inf", now - age)
-        pipe.zremrangebyrank(self.name, 0, -jobs)
-
-    def trim(self, *, max_jobs: int | None = None, timeout: float | None = None) -> bool:
-        """Evict entries older than the timeout, then the oldest beyond the cap (one MULTI)."""
-
-        def trim_on(conn: Any) -> None:
-            pipe = conn.pipeline(transaction=True)
-            self._queue_trim(pipe, time.time(), max_jobs, timeout)
-            pipe.execute()
-
-        self.run(trim_on)
-        return True
-
-    def kill(
-        self,
-        message: Member | Mapping[str, Any],
-        *,
-        notify_failure: bool = True,
-        exc: BaseException | None = None,
-        trim: bool = True,
-        max_jobs: int | None = None,
-        timeout: float | None = None,
-    ) -> bool:
-        """Add a payload to the dead set now, trim the set, and run the death
-        handlers with ``exc`` (by default a ``RuntimeError("Job killed by API")``,
-        the message handlers written for Sidekiq look for). The outcome
-        ``died`` / ``killed`` is told to this process's plugins."""
-        member = _member(message)
-        now = time.time()
-        self.run(lambda conn: _zadd(conn, self.name, member, now))
-        if trim:
-            self.trim(max_jobs=max_jobs, timeout=timeout)
-        if notify_failure:
-            self._notify(member, exc)
-        self._tell_killed(member, exc)
-        return True
-
-    def kill_raw(
-        self, payload: Member | Mapping[str, Any], *, max_jobs: int | None = None, timeout: float | None = None
-    ) -> bool:
-        """Add a payload and trim, in one MULTI, without death handlers (for a
-        payload nobody can parse, or when the caller reports the death itself)."""
-        member = _member(payload)
-
-        def add_on(conn: Any) -> None:
-            now = time.time()
-            pipe = conn.pipeline(transaction=True)
-            pipe.zadd(self.name, {member: now})
-            self._queue_trim(pipe, now, max_jobs, timeout)
-            pipe.execute()
-
-        self.run(add_on)
-        return True
-
-    def _notify(self, member: Member, exc: BaseException | None) -> None:
-        try:
-            job = json.loads(member)
-        except (ValueError, RecursionError):
-            return  # no job to hand a handler, as for kill_raw
-        if not isinstance(job, dict):
-            return
-        JobRetry(self.config).run_death_handlers(job, exc if exc is not None else api_kill_error())
-
-    def _tell_killed(self, member: Member, exc: BaseException | None) -> None:
-        """Tell the plugins, in this process, the outcome ``died`` / ``killed``:
-        even with ``notify_failure=False``, which spares the death handlers
-        only, since a batch or a lock must still hear the job is gone."""
-        if not outcomes.listening(self.config):
-            return
-        try:
-            job = json.loads(member)
-        except (ValueError, RecursionError):
-            return
-        if isinstance(job, dict):
-            error = exc if exc is not None else api_kill_error()
-            outcomes.report(self.config, Outcome.of("died", job, reason="killed", exception=error))
+__all__ = [
+    "JobSet",
+    "Member",
+    "RetrySet",
+    "ScheduledSet",
+    "SortedEntry",
+    "SortedSet",
+    "as_member",
+    "scan_pattern",
+    "zadd_member",
+]
 
 
-def api_kill_error() -> RuntimeError:
-    """The exception death handlers get for a kill with no real error: raised
-    and caught here so that it carries a traceback, as a real one would."""
-    try:
-        raise RuntimeError(KILLED_BY_API)
-    except RuntimeError as exc:
-        return exc
-
-
-__all__ = ["DeadSet", "JobSet", "RetrySet", "ScheduledSet", "SortedEntry", "SortedSet", "scan_pattern"]
-
-
-def _zadd(conn: Any, name: str, member: Member, score: float) -> int:
+def zadd_member(conn: Any, name: str, member: Member, score: float) -> int:
     """``ZADD`` one member with its exact bytes. redis-py's annotations want
     str members; Redis takes bytes as they are, which is the point here."""
     return int(conn.zadd(name, {cast(str, member): score}))

@@ -1,4 +1,4 @@
-"""Per-class execution metrics: counted in memory per job, written in batches.
+"""Per-class execution metrics: counted in memory per job, written in bulk.
 
 Counting happens on every job, so it is a few dictionary updates under one
 lock and nothing else; Redis sees the totals only when the heartbeat flushes

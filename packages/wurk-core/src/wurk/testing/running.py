@@ -29,8 +29,6 @@ def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None
     job = wire_copy(job)
     instance = job_class()
     instance.jid = job.get("jid")
-    if job.get("bid"):
-        instance.bid = job["bid"]
     result: list[Any] = [None]
 
     def perform() -> Any:
