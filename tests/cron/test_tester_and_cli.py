@@ -42,6 +42,19 @@ def test_an_unknown_class_fails_verify_by_name_and_rolls_the_block_back(config, 
     assert redis.keys("*") == []
 
 
+def test_a_rollback_keeps_a_loop_that_was_registered_before(config):
+    before = Manager(config).register("*/5 * * * *", ReportJob)
+
+    def typo(mgr):
+        mgr.register("*/5 * * * *", ReportJob)  # the same loop again
+        mgr.register("@hourly", ReportJob)  # a new one
+        mgr.register("@daily", "NoSuchJob")
+
+    with pytest.raises(ValueError, match="'NoSuchJob'"):
+        ConfigTester(config).verify(typo)
+    assert LoopSet(config).lids() == [before.lid]
+
+
 def test_a_bad_schedule_fails_verify_by_name_and_rolls_back(config, redis):
     def bad(mgr):
         mgr.register("*/5 * * * *", ReportJob)

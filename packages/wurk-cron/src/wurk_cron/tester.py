@@ -12,7 +12,9 @@ every class resolves.
 
 ``verify`` registers (and so persists) as the block goes; on any failure it
 unregisters every loop it wrote before re-raising, so a schedule that failed
-validation never half-survives in Redis.
+validation never half-survives in Redis. A loop that was registered before
+the call (the same schedule, class and options, booted by a worker) is left
+alone: the rollback undoes this call, not the cluster's state.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 from wurk.registry import UnknownJobError
 from wurk_cron.firing import resolve_target
 from wurk_cron.manager import Manager
-from wurk_cron.registry import unregister
+from wurk_cron.registry import LoopSet, unregister
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -43,13 +45,14 @@ class ConfigTester:
         """Run ``block`` against a disposable manager and resolve every class;
         the manager (with its ``loops``) when all is well."""
         manager = Manager(self.config)
+        existing = set(LoopSet(self.config).lids())
         try:
             block(manager)
             for loop in manager.loops:
                 self._resolve(loop.klass)
         except BaseException:
-            for loop in manager.loops:
-                unregister(self.config, loop.lid)
+            for lid in manager.lids - existing:
+                unregister(self.config, lid)
             raise
         return manager
 
