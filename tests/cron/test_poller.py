@@ -263,3 +263,11 @@ def test_a_task_outside_the_allowed_packages_is_never_imported(config, redis):
     wurk_cron.fire(loop.lid, config=config)
     [job] = jobs(redis)  # pushed as a plain payload, for whoever knows the name
     assert job["class"] == "tests.cron.test_poller.report_task"
+
+
+def test_a_mark_written_as_float_seconds_is_read(config, redis, leader, poller, clock):
+    """Another client may store ``nf`` as a float; the compare-and-set uses the stored text."""
+    loop = Manager(config).register("* * * * *", "EveryMinute")
+    redis.hset(f"loops:{loop.lid}", "nf", f"{int(T0) // 60 * 60}.0")
+    assert poller.tick_loop(loop.lid, clock.now, leader.token) is not None
+    assert LoopSet(config).fetch(loop.lid).next_fire_at == int(T0) // 60 * 60 + MINUTE

@@ -93,11 +93,10 @@ def resolve_target(config: Config, name: str) -> Any:
     """
     try:
         return config.jobs.resolve(name)
-    except UnknownJobError as unknown:
+    except UnknownJobError:
         task = _find_task(config, name)
         if task is None:
             raise
-        del unknown
         return task
 
 

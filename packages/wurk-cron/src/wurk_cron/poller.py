@@ -70,7 +70,7 @@ class Poller(Component):
         zone = self.zones.zone(loop.tz_name)
         stored = fields.get(keys.NEXT_FIRE, "")
         # No mark yet (just registered): a slot of the preceding interval counts.
-        due = int(stored) if stored else parser.next_fire_at(now - self.interval, zone)
+        due = int(float(stored)) if stored else parser.next_fire_at(now - self.interval, zone)
         if due is None or due > now:
             if (str(due) if due is not None else "") != stored:
                 advance(self.config, lid, expected=stored, next_fire=due, fired_at=0, token=token, mode="mark")
