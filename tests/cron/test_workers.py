@@ -19,7 +19,8 @@ import pytest
 from tests.helpers import WorkerPool, wait_for
 from tests.worker.conftest import FAST
 
-ELECTION = {"TEST_LEADER_TTL": "2", "TEST_LEADER_RENEW": "0.5", "TEST_LEADER_FOLLOWER": "0.5"}
+#: Fast elections, with a lease long enough that a loaded machine does not lose it by accident.
+ELECTION = {"TEST_LEADER_TTL": "5", "TEST_LEADER_RENEW": "0.5", "TEST_LEADER_FOLLOWER": "0.5"}
 #: The simulated start: an even minute plus 30 s.
 T0 = int(datetime(2025, 6, 1, 12, 0, 30, tzinfo=UTC).timestamp())
 EXTRA_TICKS = 5
