@@ -34,7 +34,7 @@ VERSIONS = {name: (ROOT / "packages" / name / "VERSION").read_text().strip() for
 PLUGINS = DISTRIBUTIONS[1:-1]
 
 #: The maturity of the plugins whose feature is built; the others are "1 - Planning" (coming).
-STATUS = {"wurk-swarm": "3 - Alpha", "wurk-limiter": "3 - Alpha"}
+STATUS = {"wurk-swarm": "3 - Alpha", "wurk-limiter": "3 - Alpha", "wurk-cron": "3 - Alpha"}
 
 
 def hatch_meta():
@@ -213,14 +213,14 @@ def test_core_alone_installs_into_a_clean_venv_and_imports_no_feature(dist_dir, 
 
 
 @pytest.mark.slow
-def test_one_plugin_installs_beside_core_and_is_listed_as_coming(dist_dir, tmp_path):
+def test_one_plugin_installs_beside_core_and_is_listed_with_its_status(dist_dir, tmp_path):
     venv = fresh_venv(tmp_path / "venv", str(wheel(dist_dir, "wurk-core")), str(wheel(dist_dir, "wurk-cron")))
     listing = subprocess.run([str(venv / "bin" / "wurk"), "plugins"], capture_output=True, text=True, timeout=60)
     assert listing.returncode == 0, listing.stderr
     rows = [line.split() for line in listing.stdout.split("\n\n")[0].splitlines()]
     assert rows == [
         ["NAME", "DISTRIBUTION", "VERSION", "STATE", "STATUS"],
-        ["cron", "wurk-cron", VERSIONS["wurk-cron"], "enabled", "coming"],
+        ["cron", "wurk-cron", VERSIONS["wurk-cron"], "enabled", "alpha"],
     ]
 
 

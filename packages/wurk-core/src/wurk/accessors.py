@@ -212,6 +212,28 @@ class NamedAccessors:
             buffer.start_drainer(drain_interval)
         return buffer
 
+    def periodic(self, block: Callable[[Any], object]) -> Callable[[Any], object]:
+        """Register periodic jobs (wurk-cron): ``block(mgr)`` runs when a worker
+        starts, onto one manager shared by every block (usable as a decorator)::
+
+            @config.periodic
+            def loops(mgr):
+                mgr.register("*/5 * * * *", "app.jobs.ReportJob")
+
+        Core only hands the block on to the service wurk-cron registers under
+        ``"periodic"``; without the plugin the call fails here, not silently.
+        """
+        self._check_frozen()
+        _ = self.plugins
+        service = self.lookup("periodic")
+        if service is None:
+            raise ConfigurationError(
+                "config.periodic needs the wurk-cron plugin: install wurk-cron, "
+                "or enable it if WURK_DISABLE_PLUGINS switches it off"
+            )
+        service.add(block)
+        return block
+
     # -- statsd (the client lives in wurk.statsd) ------------------------------
 
     @property

@@ -221,3 +221,6 @@ def _names_module(exc: ModuleNotFoundError, module_name: str) -> bool:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+__all__ = ["JobRegistry", "UnknownJobError"]

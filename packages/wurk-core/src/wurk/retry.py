@@ -372,4 +372,14 @@ def _raised(message: str) -> RuntimeError:
         return exc
 
 
-__all__ = ["KILLED_BY_API", "Handled", "JobRetry", "Retrier", "Skip", "booked_payload", "retries_enabled"]
+__all__ = [
+    "KILLED_BY_API",
+    "Handled",
+    "JobRetry",
+    "Retrier",
+    "Skip",
+    "booked_payload",
+    "error_class_name",
+    "error_message",
+    "retries_enabled",
+]

@@ -56,3 +56,6 @@ class Expiry(ServerMiddleware):
             # Told here, where it is known; the processor then tells no success.
             outcomes.report(config, Outcome.of("died", booked_payload(job), queue=queue, reason="expired"))
         return None
+
+
+__all__ = ["Expiry", "InterruptHandler", "current_jobstr"]

@@ -63,6 +63,7 @@ FEATURE_SETTINGS: dict[str, str] = {
     "memory_limit_mb": "wurk-swarm",
     "swarm_shutdown_grace": "wurk-swarm",
     "cron_tick_interval": "wurk-cron",
+    "cron_clock": "wurk-cron",
 }
 
 

@@ -1,17 +1,31 @@
-"""The wurk-cron plugin: periodic jobs.
+"""The wurk-cron plugin: periodic jobs, wired into core through its hooks.
 
-Declares the cron tick cadence; the leader-gated ticker, the ``periodic`` keys
-and ``config.periodic`` arrive with the feature.
+* ``wurk_configure`` gives the configuration the service that keeps the
+  ``config.periodic`` blocks;
+* ``wurk_startup`` runs those blocks in a worker (registration, then the
+  prune of superseded loops), so a bad schedule or class fails the boot;
+* ``wurk_register_components`` adds the leader-gated :class:`Poller` to
+  every worker process;
+* the ``cron.advance`` script, the two settings and ``wurk cron`` complete it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from wurk.errors import ConfigurationError
 from wurk.hookspecs import hookimpl
 from wurk.settings import positive_number
+from wurk_cron.manager import SERVICE, Periodic, periodic_service
+from wurk_cron.poller import Poller
 
 if TYPE_CHECKING:
+    import click
+
+    from wurk.component import ComponentRegistry
+    from wurk.config import Config
+    from wurk.runtime import Runtime
+    from wurk.scripts import ScriptRegistry
     from wurk.settings import SettingRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
@@ -20,6 +34,13 @@ WURK_PLUGIN_API = (1, 2)
 
 #: Seconds between two cron ticks of the leader (the guides' ``cron_tick_interval``).
 CRON_TICK_INTERVAL = 60
+OWNER = "wurk-cron"
+
+
+def _clock(key: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ConfigurationError(f"{key} must be a callable returning epoch seconds (or None), got {value!r}")
+    return value
 
 
 @hookimpl
@@ -28,6 +49,41 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
         "cron_tick_interval",
         default=CRON_TICK_INTERVAL,
         check=positive_number,
-        owner="wurk-cron",
+        owner=OWNER,
         doc="Seconds between two cron ticks of the leader.",
     )
+    settings.add(
+        "cron_clock",
+        default=None,
+        check=_clock,
+        owner=OWNER,
+        doc="What the cron poller reads the time from (epoch seconds); time.time when unset. For tests.",
+    )
+
+
+@hookimpl
+def wurk_configure(config: Config) -> None:
+    if config.lookup(SERVICE) is None:
+        config.register(SERVICE, Periodic(config))
+
+
+@hookimpl
+def wurk_register_scripts(scripts: ScriptRegistry) -> None:
+    scripts.register_package("wurk_cron", namespace="cron")
+
+
+@hookimpl
+def wurk_startup(config: Config) -> None:
+    periodic_service(config).run()
+
+
+@hookimpl
+def wurk_register_components(components: ComponentRegistry, runtime: Runtime) -> None:
+    components.add(Poller(runtime.config))
+
+
+@hookimpl
+def wurk_register_commands(cli: click.Group) -> None:
+    from wurk_cron.cli import cron_command
+
+    cli.add_command(cron_command)
