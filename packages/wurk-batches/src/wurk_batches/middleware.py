@@ -1,0 +1,61 @@
+"""The batch's two middleware.
+
+:class:`ClientMiddleware` stamps ``bid`` on every job pushed inside a
+``jobs`` block (a job that has one already, a retry or a promotion, keeps
+it). :class:`ServerMiddleware` books each batched run as the guides'
+"Failure handling" table says: a return is a success, a raise is a failure
+(the jid joins the failed set), and a clean, handled exit (a shutdown, an
+``Interrupted``, a ``Skip`` such as a rate limiter's reschedule) books
+nothing, so the jid stays live and its next run counts once. A death is
+booked when core tells the outcome (see ``plugin.wurk_job_outcome``), since
+only the retry layer knows whether a failure was the last one.
+
+The server middleware sits right inside core's ``InterruptHandler`` and
+outside ``Expiry``: an expired job returns through it and counts as a
+success, as the guides say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import wurk
+from wurk.errors import Interrupted, Shutdown
+from wurk.retry import Handled, caused_by_shutdown
+from wurk_batches import context
+from wurk_batches.books import Books
+
+
+class ClientMiddleware(wurk.ClientMiddleware):
+    def call(
+        self, job_class: Any, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
+    ) -> Any:
+        frame = context.active()
+        if frame is not None and not job.get("bid"):
+            job["bid"] = frame.bid
+        return call_next()
+
+
+class ServerMiddleware(wurk.ServerMiddleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        bid = job.get("bid")
+        jid = job.get("jid")
+        if not bid or not isinstance(jid, str):
+            return call_next()
+        books = Books.of(self.config)
+        if books.invalidated(str(bid)):
+            # The batch was called off: the job stays counted and acks as a
+            # success without running, so the batch still finishes.
+            books.ack_success(str(bid), jid)
+            return None
+        try:
+            result = call_next()
+        except (Handled, Interrupted, Shutdown):
+            raise
+        except BaseException as exc:
+            if not caused_by_shutdown(exc):
+                books.ack_failure(str(bid), jid)
+            raise
+        books.ack_success(str(bid), jid)
+        return result
