@@ -64,7 +64,8 @@ class AddsSibling(BatchJob, wurk.Job):
     """Adds a follow-up job to its own batch, from inside it."""
 
     def perform(self, key: Any) -> None:
-        assert self.batch is not None and self.valid_within_batch()
+        assert self.batch is not None
+        assert self.valid_within_batch()
         with self.batch.jobs():
             Work.perform_async(f"{key}-sibling")
         evidence().hincrby("executions", str(key), 1)

@@ -34,18 +34,24 @@ def test_a_new_batch_has_a_pro_style_bid_and_writes_nothing_before_its_first_blo
     batch.callback_queue = "critical"
     batch.tags = ["customer:1", 2]
     batch.on("success", Done, {"account": 42})
-    assert redis.keys("*") == [] and batch.mutable
+    assert redis.keys("*") == []
+    assert batch.mutable
     with batch.jobs():
         jid = Row.perform_async(1)
     assert not batch.mutable
     status = Status(batch.bid)
-    assert (status.description, status.callback_queue, status.tags) == ("Nightly import", "critical", ["customer:1", "2"])
+    assert (status.description, status.callback_queue, status.tags) == (
+        "Nightly import",
+        "critical",
+        ["customer:1", "2"],
+    )
     assert (status.total, status.pending, status.failures) == (1, 1, 0)
     assert redis.zscore("batches", batch.bid) == pytest.approx(status.created_at)
     assert redis.smembers("tags:customer:1") == {batch.bid.encode()}
     assert 29 * DAY < redis.ttl(f"b-{batch.bid}") <= 30 * DAY
     assert 29 * DAY < redis.ttl(f"b-{batch.bid}-jids") <= 30 * DAY
-    assert batch.include(jid) and not batch.include("0" * 24)
+    assert batch.include(jid)
+    assert not batch.include("0" * 24)
     [job] = payloads(redis)
     assert (job["jid"], job["bid"]) == (jid, batch.bid)
 
@@ -126,7 +132,9 @@ def test_the_four_target_forms_are_stored_as_given(config, redis):
     batch.on("complete", "tests.batches.jobs.Done#finished").on("death", "#finished")
     with batch.jobs():
         Row.perform_async(1)
-    stored = {event: json.loads(redis.hget(f"b-{batch.bid}", f"cb-{event}")) for event in ("success", "complete", "death")}
+    stored = {
+        event: json.loads(redis.hget(f"b-{batch.bid}", f"cb-{event}")) for event in ("success", "complete", "death")
+    }
     assert stored == {
         "success": [["tests.batches.jobs.Done", {}], ["tests.batches.jobs.Done", {"a": 1}]],
         "complete": [["tests.batches.jobs.Done#finished", {}]],
@@ -139,9 +147,7 @@ def test_late_registrations_from_many_threads_all_land(config, redis):
     with batch.jobs():
         Row.perform_async(1)
     reopened = Batch(batch.bid)
-    threads = [
-        threading.Thread(target=reopened.on, args=("success", Done, {"n": n, "list": []})) for n in range(20)
-    ]
+    threads = [threading.Thread(target=reopened.on, args=("success", Done, {"n": n, "list": []})) for n in range(20)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -179,7 +185,8 @@ def test_scheduled_jobs_are_counted_when_created_and_not_again_when_promoted(con
         jid = Row.perform_in(0.01, 1)
     assert (Status(batch.bid).total, Status(batch.bid).pending) == (1, 1)
     [member] = redis.zrange("schedule", 0, -1)
-    assert json.loads(member)["bid"] == batch.bid and "enqueued_at" not in json.loads(member)
+    assert json.loads(member)["bid"] == batch.bid
+    assert "enqueued_at" not in json.loads(member)
     import time
 
     time.sleep(0.05)
@@ -262,7 +269,8 @@ def test_a_batch_opened_inside_another_becomes_its_child(config, redis):
         assert child.parent_bid == parent.bid
     assert redis.smembers(f"b-{parent.bid}-kids") == {child.bid.encode()}
     assert redis.smembers(f"b-{parent.bid}-pkids") == {child.bid.encode()}
-    assert Status(child.bid).parent_bid == parent.bid and child.parent.bid == parent.bid
+    assert Status(child.bid).parent_bid == parent.bid
+    assert child.parent.bid == parent.bid
     assert Status(parent.bid).total == 0  # a parent holding only a child needs no empty marker
     assert Batch(child.bid).parent_bid == parent.bid
 
@@ -271,7 +279,8 @@ def test_pushes_inside_a_batch_are_never_deferred_to_a_commit(config, redis):
     deferred = []
     transactional_push(config, deferred.append)
     Row.perform_async("outside")
-    assert len(deferred) == 1 and redis.llen("queue:default") == 0
+    assert len(deferred) == 1
+    assert redis.llen("queue:default") == 0
     batch = Batch()
     with batch.jobs():
         Row.perform_async("inside")
@@ -288,7 +297,8 @@ def test_remove_jobs_drops_live_jids_and_counts_only_those(config, redis):
     assert batch.remove_jobs(jids[0], jids[1], "0" * 24) == 2
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures) == (1, 1, 0)
-    assert not batch.include(jids[0]) and batch.include(jids[2])
+    assert not batch.include(jids[0])
+    assert batch.include(jids[2])
 
 
 def test_invalidate_all_reaches_every_descendant(config, redis):
@@ -305,7 +315,9 @@ def test_invalidate_all_reaches_every_descendant(config, redis):
         Row.perform_async(3)
     assert parent.valid
     parent.invalidate_all()
-    assert not parent.valid and not Batch(child.bid).valid and not Batch(grandchild.bid).valid
+    assert not parent.valid
+    assert not Batch(child.bid).valid
+    assert not Batch(grandchild.bid).valid
     assert other.valid
     assert Status(grandchild.bid).invalidated
 

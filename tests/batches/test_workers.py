@@ -41,7 +41,8 @@ def test_ten_thousand_jobs_on_two_workers_fire_success_and_complete_once_after_t
         assert options == ({"n": 10_000} if event == "success" else {})
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures, status.complete) == (10_000, 0, 0, True)
-    assert status.failed_jids() == [] and status.dead_jids() == []
+    assert status.failed_jids() == []
+    assert status.dead_jids() == []
     assert redis.llen("queue:default") == 0
     assert redis.hlen("executions") == 10_000
     assert not batch.include(redis.hkeys("executions")[0].decode())
@@ -63,7 +64,8 @@ def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead
     # A death leaves pending alone: the batch is complete, not successful.
     assert (status.total, status.pending, status.failures, status.complete) == (3, 1, 0, True)
     assert status.dead_jids() == [doomed]
-    assert status.death_at is not None and status.success_at is None
+    assert status.death_at is not None
+    assert status.success_at is None
     assert [entry.bid for entry in Batch.DeadSet()] == [batch.bid]
 
     redis.set("healed", "1")
@@ -77,7 +79,8 @@ def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead
     ]
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures) == (3, 0, 0)
-    assert status.dead_jids() == [] and status.success_at is not None
+    assert status.dead_jids() == []
+    assert status.success_at is not None
     assert int(redis.hget("attempts", "doomed")) == 2
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
@@ -105,7 +108,8 @@ def nest_three_levels(doomed: bool = False) -> tuple[Batch, Batch, Batch]:
 def test_three_levels_fire_children_first_and_each_parent_after_every_descendant(workers, redis):
     top, middle, bottom = nest_three_levels()
     assert (middle.parent_bid, bottom.parent_bid, top.parent_bid) == (top.bid, middle.bid, None)
-    assert Status(top.bid).child_count() == 1 and Status(middle.bid).child_count() == 1
+    assert Status(top.bid).child_count() == 1
+    assert Status(middle.bid).child_count() == 1
     worker = workers.start("-c", "5")
     wait_for(lambda: len(heard(redis, top.bid)) == 2, timeout=60)
     settle()
@@ -133,7 +137,8 @@ def test_a_death_deep_in_the_tree_reaches_every_ancestor(workers, redis):
         assert sorted(heard(redis, batch.bid)) == ["complete", "death"], batch
         assert Status(batch.bid).death_at is not None
     assert {status.bid for status in Batch.DeadSet()} == {top.bid, middle.bid, bottom.bid}
-    assert Status(bottom.bid).dead_jids() != [] and Status(top.bid).dead_jids() == []
+    assert Status(bottom.bid).dead_jids() != []
+    assert Status(top.bid).dead_jids() == []
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
 
@@ -156,7 +161,8 @@ def test_a_worker_killed_mid_batch_still_completes_it_and_callbacks_fire_once(wo
     assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures, status.complete) == (56, 0, 0, True)
-    assert all(int(count) >= 1 for count in redis.hvals("executions")) and redis.hlen("executions") == 56
+    assert all(int(count) >= 1 for count in redis.hvals("executions"))
+    assert redis.hlen("executions") == 56
     second.signal(signal.SIGTERM)
     assert second.wait(30) == 0
 
