@@ -40,7 +40,7 @@ def test_a_module_is_imported_only_from_an_allowed_package(config):
         resolve("wave.Wave_read", "success", config)
     assert "wave" not in sys.modules  # refused without importing it
     config.jobs.allow("wave")
-    with pytest.raises(UnresolvableTarget, match="wave.Wave_read has no public method on_success"):
+    with pytest.raises(UnresolvableTarget, match=r"wave\.Wave_read has no public method on_success"):
         resolve("wave.Wave_read", "success", config)
 
 
