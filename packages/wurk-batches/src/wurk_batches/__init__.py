@@ -19,7 +19,7 @@ from wurk_batches.batch import Batch, new_bid
 from wurk_batches.callbacks import CallbackJob, Empty, UnresolvableTarget
 from wurk_batches.constants import CALLBACK_NOTIFY_TTL, DEFAULT_EXPIRY_SECONDS, POST_SUCCESS_EXPIRY_SECONDS
 from wurk_batches.job import BatchJob
-from wurk_batches.middleware import ClientMiddleware, ServerMiddleware
+from wurk_batches.middleware import ServerMiddleware
 from wurk_batches.status import BatchSet, DeadSet, Status
 from wurk_batches.web import BatchStatus, BatchStatusMiddleware
 
@@ -39,7 +39,6 @@ __all__ = [
     "BatchStatus",
     "BatchStatusMiddleware",
     "CallbackJob",
-    "ClientMiddleware",
     "DeadSet",
     "Empty",
     "ServerMiddleware",

@@ -1,8 +1,7 @@
-"""The batch's two middleware.
+"""The batch's server middleware (the ``bid`` of a job pushed inside a
+``jobs`` block is stamped by the push writer, :mod:`wurk_batches.writer`).
 
-:class:`ClientMiddleware` stamps ``bid`` on every job pushed inside a
-``jobs`` block (a job that has one already, a retry or a promotion, keeps
-it). :class:`ServerMiddleware` books each batched run as the guides'
+:class:`ServerMiddleware` books each batched run as the guides'
 "Failure handling" table says: a return is a success, a raise is a failure
 (the jid joins the failed set), and a clean, handled exit (a shutdown, an
 ``Interrupted``, a ``Skip`` such as a rate limiter's reschedule) books
@@ -23,18 +22,7 @@ from typing import Any
 import wurk
 from wurk.errors import Interrupted, Shutdown
 from wurk.retry import Handled, caused_by_shutdown
-from wurk_batches import context
 from wurk_batches.books import Books
-
-
-class ClientMiddleware(wurk.ClientMiddleware):
-    def call(
-        self, job_class: Any, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
-    ) -> Any:
-        frame = context.active()
-        if frame is not None and not job.get("bid"):
-            job["bid"] = frame.bid
-        return call_next()
 
 
 class ServerMiddleware(wurk.ServerMiddleware):

@@ -1,8 +1,8 @@
 """The wurk-batches plugin: how batches attach to core.
 
-* client middleware, first in the chain, stamps ``bid`` inside ``jobs`` blocks;
 * server middleware, right inside core's ``InterruptHandler``, books each run;
-* a push writer counts a batch's jobs in the same script that pushes them;
+* a push writer stamps ``bid`` on the jobs pushed inside a ``jobs`` block and
+  counts them in the same script that pushes them;
 * the Lua scripts of ``lua/``;
 * an outcome listener books deaths, and finished callbacks of child batches;
 * the ``batch_callbacks_first`` setting.
@@ -22,7 +22,7 @@ from wurk.server_middleware import InterruptHandler
 # that loads the plugin can run them without importing anything else.
 from wurk_batches.books import Books
 from wurk_batches.constants import CALLBACK_JOB
-from wurk_batches.middleware import ClientMiddleware, ServerMiddleware
+from wurk_batches.middleware import ServerMiddleware
 from wurk_batches.writer import BatchWriter
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 2)
+WURK_PLUGIN_API = (1, 3)  # PushWriter.origins
 
 
 def _boolean(key: str, value: Any) -> None:
@@ -61,7 +61,6 @@ def wurk_register_scripts(scripts: ScriptRegistry) -> None:
 
 @hookimpl
 def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> None:
-    client.prepend(ClientMiddleware)
     server.insert_after(InterruptHandler, ServerMiddleware)
 
 

@@ -2,15 +2,19 @@
 jid in the batch, counts it in ``total`` and ``pending``, and pushes the
 payload, atomically, so that a batch's counters never disagree with its queue.
 
-The writer claims every payload pushed by application code that carries a
-``bid`` (the client middleware stamps it inside a ``jobs`` block), and every
-payload pushed while a block is open, which is how the transaction-aware
-client, asking before the middleware ran, learns that such a push must not
-wait for a commit. It is not replayable: a batched push is never deferred to
-a commit nor held in the outage buffer, since its counting cannot be
-repeated later. Promoted jobs (scheduled or retried) are left to core: a
-scheduled job was counted when it was created, a retried one when it was
-first pushed.
+The writer claims every payload pushed by application code while a
+``jobs`` block is open, and stamps it with the block's ``bid`` (a payload
+that has one already keeps it), and every payload that carries a ``bid``
+(a dead job retried from the dead set, a job pushed into a batch by hand).
+It is not replayable: a batched push is never deferred to a commit nor held
+in the outage buffer, since its counting cannot be repeated later.
+
+Stamping here rather than in client middleware is deliberate: a batch's
+jobs need no middleware, so a worker that has the plugin but no middleware
+of its own keeps the reliable promoter's single atomic script. For the same
+reason the writer takes no promotions (``origins``): a scheduled job was
+counted when it was created, a retried one when it was first pushed, and
+core's promoter moves them as it moves any job.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ Payload = dict[str, Any]
 class BatchWriter(PushWriter):
     name = "batches"
     replayable = False
+    origins = (PUSH,)
 
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -42,13 +47,19 @@ class BatchWriter(PushWriter):
     def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
         return origin == PUSH and (bool(payload.get("bid")) or context.active() is not None)
 
+    def intercepted(self, payloads: list[Payload], origin: str) -> None:
+        """A testing mode took these: nothing is counted, but each payload
+        carries its ``bid``, as in production."""
+        stamp(payloads, context.active())
+
     def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
         frame = context.active()
+        stamp(payloads, frame)
         plain: list[Payload] = []
         by_bid: dict[str, list[Payload]] = {}
         for payload in payloads:
             bid = payload.get("bid")
-            if not bid:  # claimed inside a block, but no middleware stamped it
+            if not bid:  # not in a batch after all
                 plain.append(payload)
                 continue
             if frame is not None and frame.holds(payload):
@@ -64,6 +75,15 @@ class BatchWriter(PushWriter):
                 frame.added += len(jobs)
         if frame is not None and frame.full:
             flush_held(self.config, frame)
+
+
+def stamp(payloads: list[Payload], frame: context.Frame | None) -> None:
+    """Give each payload pushed inside the block the block's ``bid``."""
+    if frame is None:
+        return
+    for payload in payloads:
+        if not payload.get("bid"):
+            payload["bid"] = frame.bid
 
 
 def flush_held(config: Config, frame: context.Frame) -> None:
