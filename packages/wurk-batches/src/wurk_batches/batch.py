@@ -339,6 +339,7 @@ class Batch:
                 continue
             seen.add(bid)
             self._call("update", [keys.batch(bid)], ["invalidated", "1"])
+            Books.of(self.config).forget(bid)
             pending += self._kids(bid)
 
     def _kids(self, bid: str) -> list[str]:

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 #: How often a firing is tried again when callbacks were registered meanwhile.
 ATTEMPTS = 5
+#: How long a worker trusts what it read of a batch's invalidation, seconds:
+#: a batch's jobs then cost one round trip each (the ack), not two, and an
+#: ``invalidate_all`` reaches jobs starting at most this much later.
+INVALIDATION_CACHE_SECONDS = 1.0
+CACHE_LIMIT = 10_000
 GONE, STALE, UNFINISHED = 0, 1, 2
 
 
@@ -47,6 +52,7 @@ class Books:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._invalidated: dict[str, tuple[float, bool]] = {}
 
     @classmethod
     def of(cls, config: Any) -> Books:
@@ -62,7 +68,20 @@ class Books:
     # -- acks -------------------------------------------------------------------
 
     def invalidated(self, bid: str) -> bool:
-        return self.config.redis_pool.execute(lambda conn: conn.hget(keys.batch(bid), "invalidated")) == b"1"
+        """Whether ``bid`` was invalidated, as read at most a second ago."""
+        now = time.monotonic()
+        cached = self._invalidated.get(bid)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        answer = self.config.redis_pool.execute(lambda conn: conn.hget(keys.batch(bid), "invalidated")) == b"1"
+        if len(self._invalidated) >= CACHE_LIMIT:
+            self._invalidated.clear()
+        self._invalidated[bid] = (now + INVALIDATION_CACHE_SECONDS, answer)
+        return answer
+
+    def forget(self, bid: str) -> None:
+        """This process changed ``bid``'s invalidation: read it afresh next time."""
+        self._invalidated.pop(bid, None)
 
     def ack_success(self, bid: str, jid: str) -> None:
         found, _booked, live, kids = self._call(
