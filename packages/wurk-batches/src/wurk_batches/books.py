@@ -62,8 +62,10 @@ class Books:
         return books
 
     def _call(self, script: str, keys_: list[str], args: list[Any]) -> Any:
-        scripts = self.config.scripts
-        return self.config.redis_pool.execute(lambda conn: scripts.call(f"batches.{script}", conn, keys_, args))
+        # The pool's raw send path (no client object in between): an ack runs
+        # once per batched job. ``execute`` still applies the retry rules.
+        scripts, pool = self.config.scripts, self.config.redis_pool
+        return pool.execute(lambda conn: scripts.send(f"batches.{script}", pool, keys_, args))
 
     # -- acks -------------------------------------------------------------------
 

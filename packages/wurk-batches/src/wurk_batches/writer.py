@@ -114,4 +114,4 @@ def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload]) ->
             encoded = wire.dumps({key: value for key, value in job.items() if key not in ("at", "enqueued_at")})
         args += [job["jid"], job["queue"], "" if at is None else repr(float(at)), encoded]
     scripts = config.scripts
-    return int(pool.execute(lambda conn: scripts.call("batches.push", conn, keys, args)))
+    return int(pool.execute(lambda conn: scripts.send("batches.push", pool, keys, args)))
