@@ -22,7 +22,7 @@ from wurk import testing
 from wurk.outage import NotReplayableError
 from wurk.scheduled import Enq, ReliableEnq, _Fence
 from wurk.transactional import TransactionAwareClient
-from wurk.writers import PUSH, PushWriter, PushWriterRegistry, core_commands
+from wurk.writers import PROMOTE, PUSH, PushWriter, PushWriterRegistry, core_commands
 
 Payload = dict[str, Any]
 
@@ -304,6 +304,29 @@ def test_the_reliable_promoter_keeps_its_single_script_with_nothing_to_run(confi
     assert Watched(config).enqueue_jobs() == 1
     (pushed,) = redis.lrange("queue:default", 0, -1)
     assert re.sub(r',"enqueued_at":\d+', "", pushed.decode()) == raw  # every other byte kept
+
+
+def test_a_writer_that_takes_no_promotions_leaves_the_single_script_and_sees_none(config, redis, plug):
+    writer = plug()
+    writer.origins = (PUSH,)
+
+    class Watched(ReliableEnq):
+        def _promote_chained(self, sorted_set):
+            raise AssertionError("no writer takes promotions: the single script must do")
+
+    due(redis, payload(1, ledger=True))
+    assert Watched(config).enqueue_jobs() == 1
+    assert Enq(config).client.writers.claimant(payload(2, ledger=True), PROMOTE).name == "core"
+    assert writer.written == []
+    Order.set(ledger=True).perform_async(3)
+    assert writer.written == [(PUSH, [3])]
+
+
+def test_a_writer_naming_an_unknown_origin_is_refused():
+    writer = LedgerWriter()
+    writer.origins = ("push", "teleport")
+    with pytest.raises(wurk.PluginError, match=r"unknown origins \['teleport'\]"):
+        PushWriterRegistry().add(writer)
 
 
 def test_the_reliable_promoter_keeps_what_it_cannot_chain(config, redis):

@@ -379,6 +379,7 @@ __all__ = [
     "Retrier",
     "Skip",
     "booked_payload",
+    "caused_by_shutdown",
     "error_class_name",
     "error_message",
     "retries_enabled",

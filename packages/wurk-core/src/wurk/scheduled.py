@@ -102,9 +102,10 @@ class _Chained:
 
 class ReliableEnq(Enq):
     def enqueue_jobs(self, sorted_sets: tuple[str, ...] = SORTED_SETS) -> int:
-        # Without middleware or plugin writers, nothing needs the payload in
-        # Python: today's single script is the cheapest and fully atomic.
-        atomic = not self.client.has_middleware and not self.client.writers.plugged
+        # Without middleware or plugin writers taking promotions, nothing
+        # needs the payload in Python: the single script is the cheapest and
+        # fully atomic.
+        atomic = not self.client.has_middleware and not self.client.writers.plugged_for(PROMOTE)
         moved = 0
         for sorted_set in sorted_sets:
             moved += self._promote_atomically(sorted_set) if atomic else self._promote_chained(sorted_set)

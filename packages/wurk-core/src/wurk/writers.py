@@ -77,6 +77,11 @@ class PushWriter:
     #: False when a payload cannot be written later than its push (its
     #: bookkeeping happened at push time): never buffered, never deferred.
     replayable: bool = True
+    #: The origins whose payloads this writer may claim. A write path whose
+    #: origin no writer takes is core's alone: a writer that never claims a
+    #: promotion (``origins = (PUSH,)``) leaves the reliable promoter its
+    #: single atomic script.
+    origins: tuple[str, ...] = ORIGINS
 
     def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
         """Whether this writer writes ``payload`` (``origin`` is :data:`PUSH`
@@ -146,6 +151,9 @@ class PushWriterRegistry:
             raise PluginError(f"push writer {writer!r} needs a name")
         if writer.name == self.core.name or any(known.name == writer.name for known in self._writers):
             raise PluginError(f"a push writer named {writer.name!r} is already registered")
+        unknown = [origin for origin in writer.origins if origin not in ORIGINS]
+        if unknown:
+            raise PluginError(f"push writer {writer.name!r} names unknown origins {unknown}; known: {list(ORIGINS)}")
         self._writers.append(writer)
 
     @property
@@ -153,13 +161,17 @@ class PushWriterRegistry:
         """Whether any plugin writer is registered (if not, everything is core's)."""
         return bool(self._writers)
 
+    def plugged_for(self, origin: str) -> bool:
+        """Whether any plugin writer may claim payloads pushed from ``origin``."""
+        return any(origin in writer.origins for writer in self._writers)
+
     def names(self) -> list[str]:
         return [writer.name for writer in self._writers]
 
     def claimant(self, payload: Mapping[str, Any], origin: str) -> PushWriter:
         """The writer of ``payload``: the first plugin writer that claims it, else core's."""
         for writer in self._writers:
-            if writer.claims(payload, origin):
+            if origin in writer.origins and writer.claims(payload, origin):
                 return writer
         return self.core
 

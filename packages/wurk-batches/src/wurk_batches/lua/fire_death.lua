@@ -1,0 +1,37 @@
+-- Fires death for a batch at most once, ever (a `SET NX` marker that
+-- outlives a recovery), records it in `dead-batches` and pushes the death
+-- callback jobs in the same step.
+-- KEYS[1]: the batch hash `b-<bid>`
+-- KEYS[2]: its death marker `b-<bid>-death`
+-- KEYS[3]: the `dead-batches` sorted set
+-- KEYS[4]: the `queues` set
+-- KEYS[5]: the callback queue's list `queue:<callback_queue>`
+-- ARGV[1]: the bid
+-- ARGV[2]: now, epoch seconds
+-- ARGV[3]: the marker's time to live, seconds
+-- ARGV[4]: the `cb-death` field the payloads were built from ("" for none)
+-- ARGV[5]: the callback queue's name
+-- ARGV[6]: "1" to push callbacks to the end the next fetch takes from, "0" to queue them last
+-- ARGV[7..]: jid and payload of each death callback
+-- Returns: 0 when the batch is gone, 1 when the callbacks changed since the
+-- caller read them (read again), 2 when death fired before, 3 when it fired now.
+if redis.call("EXISTS", KEYS[1]) == 0 then
+  return 0
+end
+if (redis.call("HGET", KEYS[1], "cb-death") or "") ~= ARGV[4] then
+  return 1
+end
+if not redis.call("SET", KEYS[2], ARGV[2], "NX", "EX", tonumber(ARGV[3])) then
+  return 2
+end
+redis.call("HSET", KEYS[1], "death_at", ARGV[2])
+redis.call("ZADD", KEYS[3], ARGV[2], ARGV[1])
+for i = 7, #ARGV, 2 do
+  redis.call("SADD", KEYS[4], ARGV[5])
+  if ARGV[6] == "1" then
+    redis.call("RPUSH", KEYS[5], ARGV[i + 1])
+  else
+    redis.call("LPUSH", KEYS[5], ARGV[i + 1])
+  end
+end
+return 3

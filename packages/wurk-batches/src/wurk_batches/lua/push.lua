@@ -1,0 +1,45 @@
+-- Pushes one batch's jobs and registers them, in one step, so that the
+-- batch's counters never disagree with what is queued. A jid the batch
+-- already holds (a job pushed again by hand) is not counted twice, and a
+-- dead jid retried from the dead set moves back to the live set uncounted.
+-- A batch that is gone gets its jobs pushed and nothing else.
+-- KEYS[1]: the batch hash `b-<bid>`
+-- KEYS[2]: its live set `b-<bid>-jids`
+-- KEYS[3]: its died set `b-<bid>-died`
+-- KEYS[4]: the `queues` set
+-- KEYS[5]: the `schedule` sorted set
+-- KEYS[6..n]: for each job in ARGV order, its `queue:<name>` list
+-- ARGV[1]: the batch's time to live when its hash has none, seconds
+-- ARGV[4i-2], ARGV[4i-1], ARGV[4i], ARGV[4i+1]: job i's jid, queue name,
+-- due time ("" to push it now, else epoch seconds for the schedule) and payload
+-- Returns: how many jobs were new to the batch (added to total and pending)
+local exists = redis.call("EXISTS", KEYS[1]) == 1
+local added = 0
+for i = 6, #KEYS do
+  local base = 2 + (i - 6) * 4
+  local jid = ARGV[base]
+  if exists and redis.call("SISMEMBER", KEYS[2], jid) == 0 then
+    if redis.call("SMOVE", KEYS[3], KEYS[2], jid) == 0 then
+      redis.call("SADD", KEYS[2], jid)
+      added = added + 1
+    end
+  end
+  if ARGV[base + 2] == "" then
+    redis.call("SADD", KEYS[4], ARGV[base + 1])
+    redis.call("LPUSH", KEYS[i], ARGV[base + 3])
+  else
+    redis.call("ZADD", KEYS[5], ARGV[base + 2], ARGV[base + 3])
+  end
+end
+if exists then
+  if added > 0 then
+    redis.call("HINCRBY", KEYS[1], "total", added)
+    redis.call("HINCRBY", KEYS[1], "pending", added)
+  end
+  local ttl = redis.call("TTL", KEYS[1])
+  if ttl < 0 then
+    ttl = tonumber(ARGV[1])
+  end
+  redis.call("EXPIRE", KEYS[2], ttl, "NX")
+end
+return added

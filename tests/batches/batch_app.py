@@ -1,0 +1,108 @@
+"""The application the batch tests run on real ``wurk`` workers: jobs and
+callbacks that leave evidence in Redis.
+
+Every callback appends ``[event, bid, options, order, seen]`` to the
+``callbacks`` list: ``order`` is a tick of the shared ``clock`` counter taken
+when the callback starts (jobs take one when they finish), and ``seen`` is
+what the callback read of its batch (pending, and the jobs run so far).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import redis
+
+import wurk
+from wurk_batches import Batch, BatchJob, Status
+
+
+def evidence() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+def tick() -> int:
+    return int(evidence().incr("clock"))
+
+
+@wurk.configure_server
+def tune(config: wurk.Config) -> None:
+    config["poll_interval_average"] = float(os.environ.get("TEST_POLL_INTERVAL", "0.2"))
+    config["heartbeat_interval"] = float(os.environ.get("TEST_HEARTBEAT_INTERVAL", "0.5"))
+
+
+class Work(BatchJob, wurk.Job):
+    """Counts its runs per key, and records when it finished."""
+
+    def perform(self, key: Any) -> None:
+        conn = evidence()
+        conn.hincrby("executions", str(key), 1)
+        conn.hset("finished", str(key), tick())
+
+
+class Slow(BatchJob, wurk.Job):
+    def perform(self, key: Any, seconds: float) -> None:
+        evidence().rpush("started", str(key))
+        time.sleep(seconds)
+        evidence().hincrby("executions", str(key), 1)
+
+
+class DiesUntilHealed(BatchJob, wurk.Job, retry=0):
+    """Dies (straight to the dead set) until the ``healed`` key is set."""
+
+    def perform(self, key: Any) -> None:
+        evidence().hincrby("attempts", str(key), 1)
+        if not evidence().get("healed"):
+            raise RuntimeError(f"{key} is not healed yet")
+        evidence().hincrby("executions", str(key), 1)
+
+
+class AddsSibling(BatchJob, wurk.Job):
+    """Adds a follow-up job to its own batch, from inside it."""
+
+    def perform(self, key: Any) -> None:
+        assert self.batch is not None
+        assert self.valid_within_batch()
+        with self.batch.jobs():
+            Work.perform_async(f"{key}-sibling")
+        evidence().hincrby("executions", str(key), 1)
+
+
+class Recorder:
+    """Records each event it hears."""
+
+    def _record(self, event: str, status: Status, options: dict[str, Any]) -> None:
+        conn = evidence()
+        seen = {"pending": status.pending, "jobs_run": conn.hlen("executions"), "complete": status.complete}
+        conn.rpush("callbacks", json.dumps([event, status.bid, options, tick(), seen]))
+        conn.hset("callbacks_done", f"{event}:{status.bid}", tick())
+
+    def on_success(self, status: Status, options: dict[str, Any]) -> None:
+        self._record("success", status, options)
+
+    def on_complete(self, status: Status, options: dict[str, Any]) -> None:
+        self._record("complete", status, options)
+
+    def on_death(self, status: Status, options: dict[str, Any]) -> None:
+        self._record("death", status, options)
+
+    def finished(self, status: Status, options: dict[str, Any]) -> None:
+        self._record("finished", status, options)
+
+
+class Workflow:
+    """A two-stage workflow: stage one's callback opens its parent and adds stage two."""
+
+    def stage_one_done(self, status: Status, options: dict[str, Any]) -> None:
+        Recorder()._record("stage_one_done", status, options)
+        assert status.parent_bid is not None
+        parent = Batch(status.parent_bid)
+        with parent.jobs():
+            stage_two = Batch()
+            stage_two.on("success", "tests.batches.batch_app.Recorder#finished", {"stage": 2})
+            with stage_two.jobs():
+                Work.perform_async("pack")
+                Work.perform_async("label")

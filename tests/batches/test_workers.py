@@ -1,0 +1,219 @@
+"""Batches on real worker processes and a real server: the issue's must-holds."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.batches.batch_app import AddsSibling, DiesUntilHealed, Recorder, Slow, Work
+from tests.batches.conftest import callbacks, heard
+from tests.helpers import wait_for
+from wurk.api import DeadSet
+from wurk_batches import Batch, Status
+
+pytestmark = pytest.mark.slow
+
+RECORDER = "tests.batches.batch_app.Recorder"
+
+
+def settle() -> None:
+    """Room for a second, wrong, firing to show up before counting."""
+    time.sleep(1.5)
+
+
+def test_ten_thousand_jobs_on_two_workers_fire_success_and_complete_once_after_the_last(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder, {"n": 10_000}).on("complete", Recorder)
+    with batch.jobs():
+        Work.perform_bulk([[n] for n in range(10_000)])
+    assert Status(batch.bid).total == 10_000
+    assert redis.llen("queue:default") == 10_000
+    first, second = workers.start("-c", "5"), workers.start("-c", "5")
+    wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=150)
+    settle()
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    for event, _bid, options, _order, seen in callbacks(redis):
+        # Each callback ran after every job: none pending, all ten thousand run.
+        assert seen == {"pending": 0, "jobs_run": 10_000, "complete": True}, event
+        assert options == ({"n": 10_000} if event == "success" else {})
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (10_000, 0, 0, True)
+    assert status.failed_jids() == []
+    assert status.dead_jids() == []
+    assert redis.llen("queue:default") == 0
+    assert redis.hlen("executions") == 10_000
+    assert not batch.include(redis.hkeys("executions")[0].decode())
+    for worker in (first, second):
+        worker.signal(signal.SIGTERM)
+        assert worker.wait(30) == 0
+
+
+def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead_set(workers, redis):
+    batch = Batch()
+    batch.on("death", Recorder).on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        Work.perform_async("a")
+        Work.perform_async("b")
+        doomed = DiesUntilHealed.perform_async("doomed")
+    worker = workers.start("-c", "3")
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "death"], timeout=60)
+    status = Status(batch.bid)
+    # A death leaves pending alone: the batch is complete, not successful.
+    assert (status.total, status.pending, status.failures, status.complete) == (3, 1, 0, True)
+    assert status.dead_jids() == [doomed]
+    assert status.death_at is not None
+    assert status.success_at is None
+    assert [entry.bid for entry in Batch.DeadSet()] == [batch.bid]
+
+    redis.set("healed", "1")
+    assert DeadSet().find_job(doomed).retry() is not None
+    wait_for(lambda: "success" in heard(redis, batch.bid), timeout=60)
+    settle()
+    assert heard(redis, batch.bid) == ["complete", "death", "success"] or heard(redis, batch.bid) == [
+        "death",
+        "complete",
+        "success",
+    ]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (3, 0, 0)
+    assert status.dead_jids() == []
+    assert status.success_at is not None
+    assert int(redis.hget("attempts", "doomed")) == 2
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def nest_three_levels(doomed: bool = False) -> tuple[Batch, Batch, Batch]:
+    top, middle, bottom = Batch(), Batch(), Batch()
+    for level, batch in (("top", top), ("middle", middle), ("bottom", bottom)):
+        for event in ("success", "complete", "death"):
+            batch.on(event, Recorder, {"level": level})
+    with top.jobs():
+        Work.perform_async("top-1")
+        with middle.jobs():
+            Work.perform_async("middle-1")
+            with bottom.jobs():
+                for n in range(5):
+                    Work.perform_async(f"bottom-{n}")
+                if doomed:
+                    DiesUntilHealed.perform_async("deep")
+            Work.perform_async("middle-2")
+        Work.perform_async("top-2")
+    return top, middle, bottom
+
+
+def test_three_levels_fire_children_first_and_each_parent_after_every_descendant(workers, redis):
+    top, middle, bottom = nest_three_levels()
+    assert (middle.parent_bid, bottom.parent_bid, top.parent_bid) == (top.bid, middle.bid, None)
+    assert Status(top.bid).child_count() == 1
+    assert Status(middle.bid).child_count() == 1
+    worker = workers.start("-c", "5")
+    wait_for(lambda: len(heard(redis, top.bid)) == 2, timeout=60)
+    settle()
+    for batch in (top, middle, bottom):
+        assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    done = {key.decode(): int(value) for key, value in redis.hgetall("callbacks_done").items()}
+    started = {(event, bid): order for event, bid, _options, order, _seen in callbacks(redis)}
+    finished_jobs = [int(value) for value in redis.hvals("finished")]
+    for parent, child in ((top, middle), (middle, bottom)):
+        # A parent's callbacks start only once each of its child's callbacks is done.
+        last_child = max(done[f"{event}:{child.bid}"] for event in ("complete", "success"))
+        assert all(started[(event, parent.bid)] > last_child for event in ("complete", "success"))
+    assert min(started.values()) > max(finished_jobs)  # and every job ran first
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_a_death_deep_in_the_tree_reaches_every_ancestor(workers, redis):
+    top, middle, bottom = nest_three_levels(doomed=True)
+    worker = workers.start("-c", "5")
+    wait_for(lambda: len(heard(redis, top.bid)) == 2, timeout=60)
+    settle()
+    for batch in (top, middle, bottom):
+        # Each one: death once, complete once, never success.
+        assert sorted(heard(redis, batch.bid)) == ["complete", "death"], batch
+        assert Status(batch.bid).death_at is not None
+    assert {status.bid for status in Batch.DeadSet()} == {top.bid, middle.bid, bottom.bid}
+    assert Status(bottom.bid).dead_jids() != []
+    assert Status(top.bid).dead_jids() == []
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_a_worker_killed_mid_batch_still_completes_it_and_callbacks_fire_once(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        for n in range(6):
+            Slow.perform_async(f"slow-{n}", 1.5)
+        Work.perform_bulk([[n] for n in range(50)])
+    first = workers.start("-c", "3")
+    wait_for(lambda: redis.llen("started") >= 3, timeout=30)
+    first.signal(signal.SIGKILL)
+    first.wait(10)
+    assert heard(redis, batch.bid) == []
+    second = workers.start("-c", "3")
+    wait_for(lambda: len(heard(redis, batch.bid)) == 2, timeout=90)
+    settle()
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (56, 0, 0, True)
+    assert all(int(count) >= 1 for count in redis.hvals("executions"))
+    assert redis.hlen("executions") == 56
+    second.signal(signal.SIGTERM)
+    assert second.wait(30) == 0
+
+
+def test_a_callback_opens_its_parent_to_start_the_next_stage(workers, redis):
+    workflow = Batch()
+    workflow.on("success", Recorder, {"workflow": True})
+    with workflow.jobs():
+        stage_one = Batch()
+        stage_one.on("success", "tests.batches.batch_app.Workflow#stage_one_done", {"oid": 7})
+        with stage_one.jobs():
+            Work.perform_async("pick")
+    worker = workers.start("-c", "3")
+    wait_for(lambda: "success" in heard(redis, workflow.bid), timeout=60)
+    settle()
+    events = [(entry[0], entry[2]) for entry in callbacks(redis)]
+    assert events == [("stage_one_done", {"oid": 7}), ("finished", {"stage": 2}), ("success", {"workflow": True})]
+    assert Status(workflow.bid).child_count() == 2
+    assert {key.decode() for key in redis.hkeys("executions")} == {"pick", "pack", "label"}
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_a_job_adds_a_sibling_to_its_own_batch_and_the_batch_waits_for_it(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder)
+    with batch.jobs():
+        AddsSibling.perform_async("parent-job")
+    worker = workers.start("-c", "2")
+    wait_for(lambda: heard(redis, batch.bid) == ["success"], timeout=60)
+    [(_event, _bid, _options, _order, seen)] = callbacks(redis)
+    assert seen["jobs_run"] == 2
+    assert Status(batch.bid).total == 2
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_an_unresolvable_callback_goes_to_the_dead_set_on_its_first_attempt(workers, redis):
+    batch = Batch()
+    batch.on("success", "tests.batches.batch_app.NoSuchCallback", {"k": [1, {"x": None}]})
+    batch.on("success", Recorder, {"k": [1, {"x": None}]})
+    with batch.jobs():
+        Work.perform_async("only")
+    worker = workers.start("-c", "2")
+    wait_for(lambda: redis.zcard("dead") == 1 and heard(redis, batch.bid) == ["success"], timeout=60)
+    dead = json.loads(redis.zrange("dead", 0, -1)[0])
+    assert dead["class"] == "wurk_batches.CallbackJob"
+    assert dead["retry_count"] == 0
+    assert dead["error_class"] == "wurk_batches.callbacks.UnresolvableTarget"
+    assert "NoSuchCallback" in dead["error_message"]
+    # The other callback ran, with its options as JSON gives them back.
+    assert callbacks(redis)[0][2] == {"k": [1, {"x": None}]}
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
