@@ -5,8 +5,6 @@ report a digest of what they received (never the plaintext itself)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from typing import Any
 
@@ -14,7 +12,7 @@ import redis
 
 import wurk
 import wurk_crypto
-from tests.crypto.keys import worker_resolver
+from tests.crypto.keys import fingerprint, worker_resolver
 
 wurk_crypto.enable(2, worker_resolver)
 
@@ -33,10 +31,6 @@ def report(key: str, entry: str) -> None:
         client.rpush(key, entry)
     finally:
         client.close()
-
-
-def fingerprint(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 class Metrics:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from typing import Any
+
 KEYS: dict[object, bytes] = {1: bytes(range(32)), 2: bytes(range(100, 132)), 3: b"\x03" * 32}
 
 #: Versions only the pushing side holds: a worker meets them as a missing key.
@@ -20,3 +24,8 @@ def worker_resolver(version: object) -> bytes:
     if version in PUSHER_ONLY:
         raise KeyError(version)
     return KEYS[version]
+
+
+def fingerprint(value: Any) -> str:
+    """What a test job reports instead of the plaintext it received."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()

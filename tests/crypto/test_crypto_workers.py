@@ -13,8 +13,7 @@ import pytest
 
 import wurk
 import wurk_crypto
-from tests.crypto.crypto_app import fingerprint
-from tests.crypto.keys import pusher_resolver
+from tests.crypto.keys import fingerprint, pusher_resolver
 from tests.helpers import wait_for
 from wurk import api
 
