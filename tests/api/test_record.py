@@ -195,3 +195,18 @@ def test_timestamps_out_of_range_or_of_the_wrong_type_read_as_none(config):
     assert record(enqueued_at="yesterday").enqueued_at is None
     assert record(retried_at=True).retried_at is None
     assert record(enqueued_at="yesterday").latency == 0.0
+
+
+def test_an_encryption_envelope_is_masked_by_its_shape_wherever_it_is(config):
+    envelope = {"__wurk_enc__": True, "v": 1, "iv": "aXY=", "ct": "Y3Q=", "tag": "dGFn"}
+    # No ``encrypt`` flag: the shape alone masks it, in any position.
+    assert record(args=[envelope, 2]).display_args == ["[encrypted data]", 2]
+    assert record(args=[1, envelope]).display_args == [1, "[encrypted data]"]
+    assert record(args=[1, envelope], encrypt=True).args == [1, envelope]  # programs see it verbatim
+    # A wrapper whose only argument is ciphertext has nothing to unwrap.
+    django = record(**{"class": "wurk.contrib.django.backend.TaskWrapper", "args": [envelope]})
+    assert django.display_args == ["[encrypted data]"]
+    active_job = record(**{"class": "Sidekiq::ActiveJob::Wrapper", "args": [envelope]})
+    assert active_job.display_args == ["[encrypted data]"]
+    # A dict that merely looks alike is an argument like any other.
+    assert record(args=[{"__wurk_enc__": "yes"}]).display_args == [{"__wurk_enc__": "yes"}]

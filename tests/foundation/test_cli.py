@@ -21,13 +21,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 FEATURES = ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
 #: What `wurk plugins` shows: "coming" for a stub, the maturity of a built feature.
-STATUSES = {
-    **dict.fromkeys(FEATURES, "coming"),
-    "swarm": "alpha",
-    "limiter": "alpha",
-    "cron": "alpha",
-    "batches": "alpha",
-}
+STATUSES = {**dict.fromkeys(FEATURES, "alpha"), "web": "coming"}
 
 
 def test_plugins_lists_the_seven_features_with_version_state_and_status():

@@ -1,9 +1,9 @@
-"""Options of features that are installed but not built yet are refused.
+"""Feature options are refused, before anything reaches Redis, whenever their
+feature cannot honour them: its plugin is missing or switched off, or the
+plugin reserves the option for a feature it does not implement yet.
 
-The stub feature plugins installed in the test environment claim their options
-(``encrypt``, ``unique_for``, ``unique_until``) without implementing them. A
-job that sets one must fail before anything reaches Redis: pushing it as if the
-feature were there would write arguments in clear text or push duplicates.
+Pushing such a job as if the feature were there would write arguments in
+clear text or push duplicates the caller meant to be dropped.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from wurk import testing
 from wurk.errors import UnknownOptionError
 from wurk.options import OptionRegistry
 
-ENCRYPT_REFUSED = "the 'encrypt' option needs wurk-crypto, which does not implement it yet; nothing was pushed"
-UNIQUE_FOR_REFUSED = "the 'unique_for' option needs wurk-unique, which does not implement it yet; nothing was pushed"
+COMING_REFUSED = "the 'audit_trail' option needs wurk-trail, which does not implement it yet; nothing was pushed"
 
 
 class Secret(wurk.Job, encrypt=True):
@@ -29,84 +28,93 @@ class Plain(wurk.Job):
         pass
 
 
+class ComingFeature:
+    """A feature plugin that claims its option before the feature exists."""
+
+    @wurk.hookimpl
+    def wurk_register_options(self, options: OptionRegistry) -> None:
+        options.add("audit_trail", owner="wurk-trail", implemented=False)
+
+
 @pytest.fixture
-def config(config: wurk.Config) -> wurk.Config:
-    """The suite's configuration, with the stub plugins checked to be active,
-    so a pass here is never a pass because a plugin was switched off."""
-    assert config.plugins.is_enabled("crypto")
-    assert config.plugins.is_enabled("unique")
+def coming(config: wurk.Config) -> wurk.Config:
+    config.plugins.register(ComingFeature(), name="trail")
     return config
 
 
-def test_the_stub_plugins_reserve_their_options_without_implementing_them(config):
+@pytest.fixture
+def without_features(redis_url: str, monkeypatch: pytest.MonkeyPatch):
+    """The process default configuration with wurk-unique and wurk-crypto
+    switched off, as ``WURK_DISABLE_PLUGINS=unique,crypto`` does."""
+    cfg = wurk.Config(disabled_plugins=["unique", "crypto"])
+    cfg.redis = {"url": redis_url}
+    previous = wurk.set_default_config(cfg)
+    try:
+        yield cfg
+    finally:
+        wurk.set_default_config(previous)
+        cfg.reset_redis_pools()
+
+
+def test_unique_and_crypto_implement_the_options_they_own(config):
     options = config.job_options
     for name, owner in [("encrypt", "wurk-crypto"), ("unique_for", "wurk-unique"), ("unique_until", "wurk-unique")]:
         assert options.owner(name) == owner
-        assert not options.implemented(name)
+        assert options.implemented(name)
+
+
+def test_a_reserved_option_is_owned_but_not_implemented(coming):
+    options = coming.job_options
+    assert options.owner("audit_trail") == "wurk-trail"
+    assert not options.implemented("audit_trail")
     assert options.implemented("queue")
     assert not options.implemented("no_such_option")
 
 
-def test_a_class_option_of_a_coming_feature_is_refused_at_enqueue(config, redis):
+def test_a_reserved_option_is_refused_on_every_push_path(coming, redis):
     with pytest.raises(UnknownOptionError) as refused:
+        Plain.set(audit_trail=True).perform_async(1)
+    assert str(refused.value) == f"job {wurk.payload.class_name(Plain)}: {COMING_REFUSED}"
+    with pytest.raises(UnknownOptionError, match=COMING_REFUSED):
+        Plain.set(audit_trail=True, wait=30).perform_async(1)
+    with pytest.raises(UnknownOptionError, match=COMING_REFUSED):
+        Plain.set(audit_trail=True).perform_bulk([[1], [2]])
+    client = wurk.Client(coming)
+    with pytest.raises(UnknownOptionError, match=COMING_REFUSED):
+        client.push({"class": "app.jobs.Charge", "args": [1], "audit_trail": True, "at": 2_000_000_000})
+    with testing.fake(), pytest.raises(UnknownOptionError, match=COMING_REFUSED):
+        Plain.set(audit_trail=True).perform_async(1)
+    assert Plain.jobs == []
+    assert redis.dbsize() == 0
+
+
+def test_options_of_a_disabled_plugin_name_the_distribution(without_features, redis):
+    assert not without_features.plugins.is_enabled("unique")
+    assert not without_features.plugins.is_enabled("crypto")
+    hint = "needs the {} plugin: is {} installed, and not disabled in WURK_DISABLE_PLUGINS"
+    with pytest.raises(UnknownOptionError, match=hint.format("wurk-crypto", "wurk-crypto")):
         Secret.perform_async("4111 1111 1111 1111")
-    assert str(refused.value) == f"job {wurk.payload.class_name(Secret)}: {ENCRYPT_REFUSED}"
-    with pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
-        Secret.perform_in(60, "4111 1111 1111 1111")
-    with pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
-        Secret.perform_bulk([["4111 1111 1111 1111"], ["5500 0000 0000 0004"]])
-    assert redis.dbsize() == 0
-
-
-def test_a_per_call_option_of_a_coming_feature_is_refused(config, redis):
-    with pytest.raises(UnknownOptionError, match=UNIQUE_FOR_REFUSED):
+    with pytest.raises(UnknownOptionError, match=hint.format("wurk-unique", "wurk-unique")):
         Plain.set(unique_for=60).perform_async(1)
-    with pytest.raises(UnknownOptionError, match=UNIQUE_FOR_REFUSED):
-        Plain.set(unique_for=60, wait=30).perform_async(1)
-    with pytest.raises(UnknownOptionError, match="the 'unique_until' option needs wurk-unique"):
-        Plain.set(unique_until="success").perform_async(1)
-    with pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
-        Plain.set(encrypt=True).perform_async("secret")
-    assert redis.dbsize() == 0
-
-
-def test_duplicate_unique_jobs_are_all_refused_not_all_pushed(config, redis):
-    for _ in range(3):
-        with pytest.raises(UnknownOptionError, match=UNIQUE_FOR_REFUSED):
-            Plain.set(unique_for=60).perform_async("same", "args")
-    assert redis.dbsize() == 0
-
-
-def test_a_client_payload_with_a_coming_option_is_refused(config, redis):
-    client = wurk.Client(config)
-    with pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
-        client.push({"class": "app.jobs.ChargeCard", "args": ["4111 1111 1111 1111"], "encrypt": True})
-    with pytest.raises(UnknownOptionError, match=UNIQUE_FOR_REFUSED):
-        client.push({"class": Plain, "args": [1], "unique_for": 60, "at": 2_000_000_000})
-    with pytest.raises(UnknownOptionError, match=UNIQUE_FOR_REFUSED):
-        client.push_bulk({"class": Plain, "args": [[1], [2]], "unique_for": 60})
-    assert redis.dbsize() == 0
-
-
-def test_fake_mode_refuses_them_too(config, redis):
-    """A test suite in fake mode must not pass where production would fail."""
-    with testing.fake(), pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
+    with pytest.raises(UnknownOptionError, match="'unique_until' needs the wurk-unique plugin"):
+        Plain.set(unique_until="start").perform_bulk([[1], [2]])
+    with testing.fake(), pytest.raises(UnknownOptionError, match="wurk-crypto"):
         Secret.perform_async("4111 1111 1111 1111")
     assert Secret.jobs == []
     assert redis.dbsize() == 0
 
 
-def test_the_same_job_without_the_option_is_pushed(config, redis):
-    """Only the coming option is refused, not the job or the queue."""
+def test_the_same_job_without_the_option_is_pushed(without_features, redis):
+    """Only the option is refused, not the job or the queue."""
     assert Plain.perform_async(1)
     assert redis.llen("queue:default") == 1
 
 
 def test_implementing_the_feature_only_flips_the_flag():
     options = OptionRegistry()
-    options.add("encrypt", owner="wurk-crypto", implemented=False)
-    with pytest.raises(UnknownOptionError, match=ENCRYPT_REFUSED):
-        options.check({"encrypt": True})
-    options.add("encrypt", owner="wurk-crypto")
-    assert options.implemented("encrypt")
-    options.check({"encrypt": True})
+    options.add("audit_trail", owner="wurk-trail", implemented=False)
+    with pytest.raises(UnknownOptionError, match=COMING_REFUSED):
+        options.check({"audit_trail": True})
+    options.add("audit_trail", owner="wurk-trail")
+    assert options.implemented("audit_trail")
+    options.check({"audit_trail": True})

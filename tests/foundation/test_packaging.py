@@ -39,6 +39,8 @@ STATUS = {
     "wurk-limiter": "3 - Alpha",
     "wurk-cron": "3 - Alpha",
     "wurk-batches": "3 - Alpha",
+    "wurk-unique": "3 - Alpha",
+    "wurk-crypto": "3 - Alpha",
 }
 
 

@@ -98,7 +98,9 @@ class Client:
         normed.pop("pool", None)
         if "tags" in normed:
             normed["tags"] = [str(tag) for tag in normed["tags"]]
-        self.config.job_options.check(normed)
+        options = self.config.job_options
+        options.check(normed)
+        options.coerce(normed)
         self._convert_durations(normed)
         normed.setdefault("jid", wire.new_jid())
         normed.setdefault("created_at", wire.now_ms())

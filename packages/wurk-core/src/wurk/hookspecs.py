@@ -109,6 +109,8 @@ def wurk_register_options(options: OptionRegistry) -> None:
     is missing or disabled which distribution to install or enable. An option
     added with ``implemented=False`` is reserved for a feature still to come:
     a job that sets it is refused, so that it is never pushed as if honoured.
+    ``coerce=`` gives an option a check that runs on every push that sets it
+    (see :meth:`wurk.options.OptionRegistry.add`).
     """
 
 

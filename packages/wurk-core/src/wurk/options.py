@@ -17,9 +17,15 @@ only flips that flag.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any
 
 from wurk.errors import UnknownOptionError
+
+#: ``coerce(value, job) -> value``: checks a feature option a job sets and
+#: returns what the payload carries (a ``timedelta`` as seconds, say); raises
+#: to refuse the push. ``job`` is the normalised payload, read-only.
+Coercer = Callable[[Any, Mapping[str, Any]], Any]
 
 #: Options core itself understands.
 CORE_OPTIONS = (
@@ -50,13 +56,20 @@ class OptionRegistry:
     def __init__(self) -> None:
         self._owners: dict[str, str] = dict.fromkeys(CORE_OPTIONS, "wurk-core")
         self._unimplemented: set[str] = set()
+        self._coercers: dict[str, Coercer] = {}
 
-    def add(self, name: str, owner: str, *, implemented: bool = True) -> None:
+    def add(self, name: str, owner: str, *, implemented: bool = True, coerce: Coercer | None = None) -> None:
         """Declare that ``owner`` (a distribution or plugin name) handles ``name``.
 
         ``implemented=False`` claims the name for a feature that is not built
         yet: the option is reserved for ``owner``, and a job that sets it is
         refused instead of being pushed as if the feature were there.
+
+        ``coerce(value, job)`` runs on every push that sets the option, before
+        the client middleware, whether or not the feature is switched on in
+        this process: it refuses a bad value with a clear error (nothing is
+        written) and returns the value the payload carries, so an option
+        given as a ``timedelta`` still reaches Redis as JSON.
         """
         current = self._owners.get(name)
         if current is not None and current != owner:
@@ -66,6 +79,8 @@ class OptionRegistry:
             self._unimplemented.discard(name)
         else:
             self._unimplemented.add(name)
+        if coerce is not None:
+            self._coercers[name] = coerce
 
     def owner(self, name: str) -> str | None:
         return self._owners.get(name)
@@ -76,6 +91,14 @@ class OptionRegistry:
 
     def names(self) -> frozenset[str]:
         return frozenset(self._owners)
+
+    def coerce(self, job: MutableMapping[str, Any]) -> None:
+        """Run each coercer of an option ``job`` sets, in place."""
+        if not self._coercers:
+            return
+        for name, coercer in self._coercers.items():
+            if name in job:
+                job[name] = coercer(job[name], job)
 
     def check(self, options: Mapping[str, object] | Iterable[str]) -> None:
         """Raise if an option belongs to a feature that cannot honour it now:

@@ -61,7 +61,8 @@ if TYPE_CHECKING:
 #: A major bump ships only in a core release outside the compatible range the
 #: feature distributions require (the next minor before 1.0, the next major
 #: after), so pip and this check agree.
-# 1.1: wurk_job_outcome; 1.2: settings, push writers, components; 1.3: PushWriter.origins
+#: 1.1: wurk_job_outcome; 1.2: settings, push writers, components;
+#: 1.3: PushWriter.origins, option coercers (``options.add(..., coerce=)``), wurk.retry.death_reason().
 PLUGIN_API: tuple[int, int] = (1, 3)
 
 #: The attribute through which a plugin declares the plugin API it was built for.

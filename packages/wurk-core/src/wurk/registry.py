@@ -223,4 +223,4 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-__all__ = ["JobRegistry", "UnknownJobError"]
+__all__ = ["JobRegistry", "UnknownJobError", "defined_job_class"]

@@ -37,6 +37,7 @@ import time
 import traceback
 import zlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys, outcomes
@@ -51,6 +52,26 @@ if TYPE_CHECKING:
 DEFAULT_MAX_RETRIES = 25
 MAX_MESSAGE_CHARS = 10_000
 KILLED_BY_API = "Job killed by API"
+
+
+# Why the job whose death handlers are running died. Death handlers keep
+# Sidekiq's ``(job, exc)`` signature, so the reason travels beside the call.
+_dying: ContextVar[Reason | None] = ContextVar("wurk_death_reason", default=None)
+
+
+def death_reason() -> Reason | None:
+    """Inside a death handler, why the job died: an :data:`~wurk.outcomes.Reason`
+    (``retries_exhausted``, ``retry_false``, ``discarded``, ``killed`` …), or
+    ``None`` outside one.
+
+    A handler that must tell an automatic death from a person's kill asks
+    here (a unique-jobs lock is released on the first, kept on the second)::
+
+        def release(job, exc):
+            if wurk.retry.death_reason() != "killed":
+                ...
+    """
+    return _dying.get()
 
 
 class Handled(Exception):
@@ -194,7 +215,7 @@ class JobRetry:
             if retries_enabled(payload.get("retry")):
                 self.process_retry(None, payload, queue, exc)
             else:
-                self.run_death_handlers(payload, exc)
+                self.run_death_handlers(payload, exc, "retry_false")
                 self.tell("died", payload, exc, "retry_false", queue)
             raise Handled() from exc
 
@@ -239,7 +260,7 @@ class JobRetry:
         action, delay = self._delay_for(job_class, count, exc, job)
         if action == "discard":
             job["discarded_at"] = wire.now_ms()
-            self.run_death_handlers(job, exc)
+            self.run_death_handlers(job, exc, "discarded")
             self.tell("died", job, exc, "discarded")
             return
         if action == "kill":
@@ -301,15 +322,21 @@ class JobRetry:
         else:
             member = wire.dumps(job)
             self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
-        self.run_death_handlers(job, exc)
+        self.run_death_handlers(job, exc, reason)
         self.tell("died", job, exc, reason)
 
-    def run_death_handlers(self, job: dict[str, Any], exc: BaseException) -> None:
-        for handler in list(self.config.death_handlers):
-            try:
-                handler(job, exc)
-            except Exception as handler_exc:
-                self.config.handle_exception(handler_exc, {"context": "Error calling death handler", "job": job})
+    def run_death_handlers(self, job: dict[str, Any], exc: BaseException, reason: Reason | None = None) -> None:
+        """Call every death handler with ``(job, exc)``; :func:`death_reason`
+        answers ``reason`` meanwhile."""
+        token = _dying.set(reason)
+        try:
+            for handler in list(self.config.death_handlers):
+                try:
+                    handler(job, exc)
+                except Exception as handler_exc:
+                    self.config.handle_exception(handler_exc, {"context": "Error calling death handler", "job": job})
+        finally:
+            _dying.reset(token)
 
     def kill_raw(self, jobstr: str | bytes) -> None:
         """A payload nobody can parse goes to the dead set as it is."""
@@ -348,7 +375,7 @@ class Retrier:
         error = exc if exc is not None else _raised(f"Job killed: {reason}")
         member = wire.dumps(job)
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
-        self._retry.run_death_handlers(job, error)
+        self._retry.run_death_handlers(job, error, reason)
         self._retry.tell("died", job, error, reason)
 
     def reschedule(self, job: dict[str, Any], delay: float, queue: str | None = None) -> None:
@@ -380,6 +407,7 @@ __all__ = [
     "Skip",
     "booked_payload",
     "caused_by_shutdown",
+    "death_reason",
     "error_class_name",
     "error_message",
     "retries_enabled",

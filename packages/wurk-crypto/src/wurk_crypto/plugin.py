@@ -1,10 +1,11 @@
-"""The wurk-crypto plugin: encrypted job arguments.
+"""The wurk-crypto plugin: encrypted job arguments, wired into core by hooks.
 
-Owns the ``encrypt`` job option, so that a job asking for encryption can never
-be pushed in clear text because the plugin is missing or switched off. Until
-the encrypting middleware arrives, the option is reserved but not implemented,
-so core refuses such a job rather than push its arguments in clear text; the
-feature flips ``implemented`` when it lands.
+* the ``encrypt`` job option is this plugin's, so a job asking for encryption
+  is never pushed in clear text because the plugin is missing or switched
+  off: core refuses it with a hint naming wurk-crypto; and while encryption
+  is not enabled in the process, the option's check refuses it too;
+* once :func:`wurk_crypto.enable` was called, every configuration that loads
+  its plugins gets the encrypting and decrypting middleware.
 """
 
 from __future__ import annotations
@@ -12,15 +13,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wurk.hookspecs import hookimpl
+from wurk_crypto import activation
 
 if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk.middleware import Chain
     from wurk.options import OptionRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 0)
+#: 1.3: option coercers.
+WURK_PLUGIN_API = (1, 3)
 
 
 @hookimpl
 def wurk_register_options(options: OptionRegistry) -> None:
-    options.add("encrypt", owner="wurk-crypto", implemented=False)
+    options.add("encrypt", owner="wurk-crypto", coerce=activation.coerce_encrypt)
+
+
+@hookimpl
+def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> None:
+    if activation.enabled():
+        activation.install(client, server)

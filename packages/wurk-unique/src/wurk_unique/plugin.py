@@ -1,10 +1,13 @@
-"""The wurk-unique plugin: unique jobs.
+"""The wurk-unique plugin: unique jobs, wired into core through its hooks.
 
-Owns the ``unique_for`` and ``unique_until`` job options, so that core accepts
-them only while this plugin is active (and names this distribution when it is
-not). Until the lock middleware arrives, the options are reserved but not
-implemented, so core refuses a job that sets them rather than push duplicates
-the caller meant to be skipped; the feature flips ``implemented`` when it lands.
+* ``unique_for`` and ``unique_until`` are this plugin's job options, so a job
+  setting them while the plugin is missing or switched off is refused with a
+  hint naming wurk-unique, instead of being pushed without its lock; their
+  values are checked (and a ``timedelta`` turned into seconds) on every push;
+* the lock scripts (``unique.acquire``, ``unique.release``);
+* once :func:`wurk_unique.enable` was called, every configuration that loads
+  its plugins gets the middleware and the death handler (see
+  :mod:`wurk_unique.state`).
 """
 
 from __future__ import annotations
@@ -12,16 +15,35 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from wurk.hookspecs import hookimpl
+from wurk_unique import state
+from wurk_unique.middleware import coerce_unique_for, coerce_unique_until
 
 if TYPE_CHECKING:
+    from wurk.config import Config
+    from wurk.middleware import Chain
     from wurk.options import OptionRegistry
+    from wurk.scripts import ScriptRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 0)
+#: 1.3: option coercers, and ``wurk.retry.death_reason()`` for the death handler.
+WURK_PLUGIN_API = (1, 3)
+
+OWNER = "wurk-unique"
 
 
 @hookimpl
 def wurk_register_options(options: OptionRegistry) -> None:
-    options.add("unique_for", owner="wurk-unique", implemented=False)
-    options.add("unique_until", owner="wurk-unique", implemented=False)
+    options.add("unique_for", owner=OWNER, coerce=coerce_unique_for)
+    options.add("unique_until", owner=OWNER, coerce=coerce_unique_until)
+
+
+@hookimpl
+def wurk_register_scripts(scripts: ScriptRegistry) -> None:
+    scripts.register_package("wurk_unique", namespace="unique")
+
+
+@hookimpl
+def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> None:
+    if state.enabled():
+        state.install(client, server, config)

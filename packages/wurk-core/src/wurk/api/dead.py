@@ -101,7 +101,7 @@ class DeadSet(JobSet):
             return  # no job to hand a handler, as for kill_raw
         if not isinstance(job, dict):
             return
-        JobRetry(self.config).run_death_handlers(job, exc if exc is not None else api_kill_error())
+        JobRetry(self.config).run_death_handlers(job, exc if exc is not None else api_kill_error(), "killed")
 
     def _tell_killed(self, member: Member, exc: BaseException | None) -> None:
         """Tell the plugins, in this process, the outcome ``died`` / ``killed``:

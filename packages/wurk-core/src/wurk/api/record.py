@@ -45,9 +45,20 @@ MAILER_JOBS = frozenset({"ActionMailer::DeliveryJob", "ActionMailer::MailDeliver
 DJANGO_TASK_WRAPPERS = frozenset({"wurk.contrib.django.backend.TaskWrapper"})
 
 ENCRYPTED_PLACEHOLDER = "[encrypted data]"
+#: The key marking an encrypted argument: wurk-crypto replaces the argument by
+#: ``{"__wurk_enc__": true, "v": <key version>, "iv": …, "ct": …, "tag": …}``.
+#: Core knows the shape, not the plugin, so every display masks ciphertext
+#: even where wurk-crypto is not installed or the ``encrypt`` flag was lost.
+ENCRYPTED_MARK = "__wurk_enc__"
 UNKNOWN_CLASS = "unknown"
 _AJ_PREFIX = "_aj_"
 _AJ_GLOBALID = "_aj_globalid"
+
+
+def is_encrypted(value: Any) -> bool:
+    """Whether ``value`` is an encrypted argument's envelope (by its shape, so
+    without the key, the plugin or the payload's ``encrypt`` flag)."""
+    return isinstance(value, dict) and value.get(ENCRYPTED_MARK) is True
 
 
 def iteration_key(jid: str) -> str:
@@ -293,6 +304,12 @@ class JobRecord(RedisAccess):
         """The arguments a person wants to see; encrypted ones are masked."""
         if not self.valid:
             return [text(self._value) if isinstance(self._value, bytes) else self._value]
+        if any(is_encrypted(arg) for arg in self.args):
+            # A wrapper whose data is ciphertext has nothing to unwrap.
+            return [ENCRYPTED_PLACEHOLDER if is_encrypted(arg) else arg for arg in self.args]
+        return self._unwrapped_args()
+
+    def _unwrapped_args(self) -> list[Any]:
         if self.klass in ACTIVE_JOB_WRAPPERS:
             arguments = active_job_arguments(self._active_job_arguments())
             job_class = self._active_job_class()
@@ -375,3 +392,17 @@ def raw_latency(raw: bytes | str | None, now: float) -> float:
     except (ValueError, RecursionError):
         return 0.0
     return payload_latency(item, now) if isinstance(item, dict) else 0.0
+
+
+__all__ = [
+    "ACTIVE_JOB_WRAPPERS",
+    "DJANGO_TASK_WRAPPERS",
+    "ENCRYPTED_MARK",
+    "IterableState",
+    "JobRecord",
+    "active_job_arguments",
+    "is_encrypted",
+    "iteration_key",
+    "payload_latency",
+    "raw_latency",
+]

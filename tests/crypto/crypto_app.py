@@ -1,0 +1,65 @@
+"""The application real workers of the encryption tests load
+(``-r tests.crypto.crypto_app``): encryption enabled with active version 2,
+a statsd client and a death handler that write to Redis, and jobs that
+report a digest of what they received (never the plaintext itself)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import redis
+
+import wurk
+import wurk_crypto
+from tests.crypto.keys import fingerprint, worker_resolver
+
+wurk_crypto.enable(2, worker_resolver)
+
+RAN = "ran"
+DIED = "died"
+METRICS = "metrics"
+
+
+def _client() -> redis.Redis:
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+def report(key: str, entry: str) -> None:
+    client = _client()
+    try:
+        client.rpush(key, entry)
+    finally:
+        client.close()
+
+
+class Metrics:
+    """A statsd client that records each counter in the ``metrics`` list."""
+
+    def increment(self, metric: str, tags: list[str] | None = None) -> None:
+        report(METRICS, metric)
+
+
+@wurk.configure_server
+def tune(config: wurk.Config) -> None:
+    config["poll_interval_average"] = 0.2
+    config["heartbeat_interval"] = 0.5
+    config.dogstatsd = Metrics
+    config.death_handlers.append(lambda job, exc: report(DIED, job["jid"]))
+
+
+class Secret(wurk.Job, encrypt=True):
+    def perform(self, account: int, secret: Any) -> None:
+        report(RAN, f"{account}:{fingerprint(secret)}")
+
+
+class Declined(wurk.Job, encrypt=True, retry=3):
+    def perform(self, account: int, secret: Any) -> None:
+        report(RAN, f"{account}:{fingerprint(secret)}")
+        raise ValueError("card declined")  # the message carries no secret
+
+
+class DeclinedForGood(wurk.Job, encrypt=True, retry=0):
+    def perform(self, account: int, secret: Any) -> None:
+        report(RAN, f"{account}:{fingerprint(secret)}")
+        raise ValueError("card declined for good")
