@@ -9,8 +9,12 @@ DEFAULT_PORT = 9494
 
 
 @click.command("web")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface).")
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port to listen on.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface)."
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port to listen on."
+)
 @click.option("--read-only", is_flag=True, default=None, help="Refuse every change (also WURK_WEB_READ_ONLY=1).")
 @click.pass_context
 def web_command(ctx: click.Context, host: str, port: int, read_only: bool | None) -> None:

@@ -11,7 +11,7 @@ speak ASGI and WSGI, so they work in any host.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from wurk_web.security import ASGIApp, Receive, Scope, Send
 
@@ -58,7 +58,7 @@ def wsgi_app(dashboard: ASGIApp | None = None, **options: Any) -> WSGIApp:
         from wurk_web.app import create_app
 
         dashboard = create_app(**options)
-    return ASGIMiddleware(dashboard)  # type: ignore[arg-type]  # a2wsgi's own ASGI alias
+    return cast(WSGIApp, ASGIMiddleware(dashboard))  # type: ignore[arg-type]  # a2wsgi's own ASGI alias
 
 
 def wsgi(prefix: str, dashboard: WSGIApp, fallback: WSGIApp) -> WSGIApp:

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from wurk_web.registry import Api, Dashboard
 
 PARAMETER = re.compile(r"{(\w+)}")
-ERROR = {"description": "An error: {\"error\": message}", "content": {"application/json": {}}}
+ERROR = {"description": 'An error: {"error": message}', "content": {"application/json": {}}}
 
 
 def operation(api: Api, method: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wurk.api import Search, SortedEntry
+from wurk.api import JobRecord, Search, SortedEntry
 from wurk.api.search import KINDS as SEARCH_KINDS
 from wurk.api.search import MAX_LIMIT as SEARCH_MAX
 from wurk.api.sorted import SortedSet
@@ -12,7 +12,6 @@ from wurk.metrics import BUCKET_LABELS, Query
 from wurk.metrics.query import Result
 from wurk_web.present import entry_summary, job_summary
 from wurk_web.request import DashboardRequest
-from wurk.api import JobRecord
 
 #: Minutes a metrics window may span (the minutely buckets Redis keeps).
 MAX_MINUTES = 480
@@ -20,7 +19,7 @@ MAX_MINUTES = 480
 SET_PAGES = {"retry": "retries", "scheduled": "scheduled", "dead": "dead"}
 
 
-def _window(request: DashboardRequest) -> dict[str, int]:
+def _window(request: DashboardRequest) -> dict[str, Any]:
     hours = request.int_param("hours", 0, 0, 72)
     if hours:
         return {"hours": hours}
@@ -40,7 +39,7 @@ def metrics(request: DashboardRequest) -> dict[str, Any]:
     """Per-class totals over a window (``minutes``, or ``hours``), busiest first; ``filter`` is a substring."""
     needle = request.params.get("filter", "").strip().lower()
     result = Query(request.config, pool=request.pool).top_jobs(**_window(request))
-    classes = []
+    classes: list[dict[str, Any]] = []
     for klass, job in result.job_results.items():
         if needle and needle not in klass.lower():
             continue
@@ -86,7 +85,7 @@ def job_metrics(request: DashboardRequest) -> dict[str, Any]:
 
 
 def search(request: DashboardRequest) -> dict[str, Any]:
-    """Jobs containing ``q`` (any case) in the queues and sets; ``kinds`` is a comma list; bounded, see ``truncated``."""
+    """Jobs containing ``q`` (any case) in the queues and sets (``kinds``, a comma list); bounded."""
     query = request.params.get("q", "").strip()
     kinds = [kind for kind in request.params.get("kinds", "").split(",") if kind in SEARCH_KINDS]
     limit = request.int_param("limit", 100, 1, SEARCH_MAX)

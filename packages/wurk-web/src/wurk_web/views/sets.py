@@ -11,7 +11,7 @@ a page, however large the set. An entry is named by the data API's id,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry
 from wurk.web import WebError
@@ -22,7 +22,7 @@ PAGE_LIMIT = 25
 MAX_LIMIT = 200
 
 #: Page name: (the set's class, the search kind, actions on entries, actions on the whole set).
-KINDS: dict[str, tuple[type[JobSet], str, tuple[str, ...], tuple[str, ...]]] = {
+KINDS: dict[str, tuple[Callable[..., JobSet], str, tuple[str, ...], tuple[str, ...]]] = {
     "retries": (RetrySet, "retry", ("retry", "delete", "kill"), ("retry", "delete", "kill")),
     "scheduled": (ScheduledSet, "scheduled", ("add_to_queue", "delete"), ("delete",)),
     "dead": (DeadSet, "dead", ("retry", "delete"), ("retry", "delete")),
@@ -65,10 +65,13 @@ def read_page(job_set: JobSet, cursor: str | None, limit: int) -> tuple[list[Sor
     previous = parse_cursor(cursor) if cursor else None
     top: float | str = "+inf" if previous is None else previous[0]
     skip = 0 if previous is None else previous[1]
-    rows = job_set.run(
-        lambda conn: conn.zrange(
-            job_set.name, top, "-inf", desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True
-        )
+    rows = cast(
+        list[tuple[bytes, float]],
+        job_set.run(
+            lambda conn: conn.zrange(
+                job_set.name, top, "-inf", desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True
+            )
+        ),
     )
     more = len(rows) > limit
     rows = rows[:limit]
