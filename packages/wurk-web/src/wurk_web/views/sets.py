@@ -107,10 +107,11 @@ def list_entries(request: DashboardRequest) -> dict[str, Any]:
 def _find(job_set: JobSet, entry_id: str) -> SortedEntry | None:
     score, _, jid = entry_id.partition("|")
     try:
-        found = job_set.fetch(score, jid)
+        found = job_set.fetch(score)
     except (TypeError, ValueError):
         raise WebError(400, f"not an entry id: {entry_id!r}") from None
-    return found[0] if found else None
+    # Compared as the id writes it, so an entry without a jid ("…|None") is found too.
+    return next((entry for entry in found if str(entry.jid) == jid), None)
 
 
 def entry_detail(request: DashboardRequest) -> dict[str, Any]:
