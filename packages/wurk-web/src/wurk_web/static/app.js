@@ -18,11 +18,16 @@ function el(tag, attrs, ...children) {
     if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
   return node;
+}
+
+// Replace a node's children; nested lists are flattened and empty parts dropped.
+function fill(node, ...children) {
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false && c !== ""));
 }
 
 async function api(path, options) {
@@ -74,13 +79,13 @@ function notice(view, message, kind) {
 
 function button(label, handler, options) {
   const opts = options || {};
-  return el("button", { type: "button", class: opts.danger ? "danger" : null, onclick: handler }, label);
+  return el("button", { type: "button", class: opts.danger ? "danger" : null, "data-change": opts.change ? "1" : null, onclick: handler }, label);
 }
 
 // A control that changes something: absent in read-only mode; asks first when destructive.
 function action(view, label, run, options) {
   if (READ_ONLY) return null;
-  const opts = options || {};
+  const opts = { ...(options || {}), change: true };
   return button(label, async () => {
     if (opts.confirm && !window.confirm(opts.confirm)) return;
     try {
@@ -136,11 +141,11 @@ async function dashboardView(view) {
   const numbers = el("div", { class: "numbers" });
   const liveChart = el("div", {});
   const history = el("div", {});
-  view.replaceChildren(numbers, el("h2", {}, "Live"), liveChart, el("h2", {}, "History"), history);
+  fill(view, numbers, el("h2", {}, "Live"), liveChart, el("h2", {}, "History"), history);
   let previous = null;
 
   function draw(stats) {
-    numbers.replaceChildren(cards([
+    fill(numbers, cards([
       ["Processed", number(stats.processed)], ["Failed", number(stats.failed)],
       ["Busy", number(stats.busy), "busy"], ["Enqueued", number(stats.enqueued), "queues"],
       ["Latency", duration(stats.latency)], ["Retries", number(stats.retries), "retries"],
@@ -152,14 +157,14 @@ async function dashboardView(view) {
       live.failed.push(Math.max(0, stats.failed - previous.failed));
       live.labels.push(new Date(stats.time * 1000).toLocaleTimeString());
       for (const key of ["processed", "failed", "labels"]) live[key].splice(0, live[key].length - 60);
-      liveChart.replaceChildren(chart("Jobs per poll", live.labels,
+      fill(liveChart, chart("Jobs per poll", live.labels,
         [{ name: "Processed", values: live.processed }, { name: "Failed", values: live.failed }]));
     }
     previous = stats;
   }
 
   draw(await api("api/stats"));
-  liveChart.replaceChildren(el("p", { class: "muted" }, "Waiting for the next numbers…"));
+  fill(liveChart, el("p", { class: "muted" }, "Waiting for the next numbers…"));
   if (window.EventSource) {
     const source = new EventSource("api/stream");
     source.addEventListener("stats", (event) => draw(JSON.parse(event.data)));
@@ -169,7 +174,7 @@ async function dashboardView(view) {
   }
   const days = await api("api/stats/history?days=30");
   const dates = Object.keys(days.processed).reverse();
-  history.replaceChildren(chart("Processed and failed per day (UTC)", dates, [
+  fill(history, chart("Processed and failed per day (UTC)", dates, [
     { name: "Processed", values: dates.map((d) => days.processed[d]) },
     { name: "Failed", values: dates.map((d) => days.failed[d]) },
   ]));
@@ -199,7 +204,7 @@ async function busyView(view) {
     el("td", {}, job.process), el("td", {}, job.thread), el("td", {}, job.queue),
     el("td", {}, job.class), el("td", { class: "args" }, short(job.args, 120)),
     timeCell(job.run_at), el("td", {}, duration(data.time - job.run_at))));
-  view.replaceChildren(
+  fill(view,
     table(["Process", "Queues", "Busy", "Memory", "Started", "Heartbeat", ""], processRows, "Processes"),
     table(["Process", "Thread", "Queue", "Job", "Arguments", "Started", "Elapsed"], jobRows, "Running jobs"));
 }
@@ -220,7 +225,7 @@ async function queuesView(view) {
         : action(view, "Pause", () => post(`api/queues/${q(queue.name)}/pause`), { after: refresh }),
       action(view, "Clear", () => post(`api/queues/${q(queue.name)}/clear`),
         { danger: true, confirm: `Delete every job in ${queue.name}?`, after: refresh }))));
-  view.replaceChildren(table(["Queue", "Size", "Latency", ""], rows));
+  fill(view, table(["Queue", "Size", "Latency", ""], rows));
 }
 
 function selectable(rows, keyOf) {
@@ -247,7 +252,7 @@ async function queueView(view, params, cursor) {
     el("td", { class: "actions" }, action(view, "Delete", () => post(`api/queues/${q(name)}/delete`, { jids: [job.jid] }),
       { danger: true, after: again }))));
   const head = [READ_ONLY ? null : pick.all, "Job", "Arguments", "JID", "Enqueued", ""].filter((h) => h !== null);
-  view.replaceChildren(
+  fill(view,
     el("p", {}, `${number(data.size)} jobs, latency ${duration(data.latency)}`, data.paused ? el("span", { class: "badge warn" }, "paused") : null),
     el("div", { class: "toolbar" },
       action(view, "Delete selected", () => post(`api/queues/${q(name)}/delete`, { jids: pick.chosen() }),
@@ -291,7 +296,7 @@ async function setView(view, kind, state) {
   const whole = data.set_actions.map((name) => action(view, `${ACTION_LABELS[name]} all`,
     () => post(`api/sets/${kind}/${name}/all`),
     { danger: true, confirm: `${ACTION_LABELS[name]} all ${number(data.size)} jobs?`, after: () => setView(view, kind) }));
-  view.replaceChildren(
+  fill(view,
     el("p", {}, `${number(data.size)} jobs`, data.truncated ? el("span", { class: "badge warn" }, "search stopped early: results are partial") : null),
     form, el("div", { class: "toolbar" }, bulk, whole),
     table([READ_ONLY ? null : pick.all, "When", "Job", "Queue", "Arguments", "Error"].filter((h) => h !== null), rows),
@@ -305,7 +310,7 @@ async function entryView(view) {
   try {
     data = await api(`api/sets/${kind}/entry?id=${q(id)}`);
   } catch (error) {
-    view.replaceChildren(el("p", { class: "notice error", role: "alert" }, error.message), el("a", { href: kind }, "Back"));
+    fill(view, el("p", { class: "notice error", role: "alert" }, error.message), el("a", { href: kind }, "Back"));
     return;
   }
   const back = () => { location.href = kind; };
@@ -314,7 +319,7 @@ async function entryView(view) {
     ["Enqueued", when(data.enqueued_at)], ["Created", when(data.created_at)], ["Failed", when(data.failed_at)],
     ["Retried", when(data.retried_at)], ["Retry count", data.retry_count], ["Error", data.error_class ? `${data.error_class}: ${data.error_message}` : ""],
   ].filter(([, value]) => value !== null && value !== undefined && value !== "");
-  view.replaceChildren(
+  fill(view,
     el("dl", { class: "fields" }, fields.map(([label, value]) => [el("dt", {}, label), el("dd", {}, String(value))])),
     el("div", { class: "toolbar" }, data.actions.map((name) => action(view, ACTION_LABELS[name],
       () => post(`api/sets/${kind}/${name}`, { ids: [data.id] }),
@@ -340,7 +345,7 @@ async function metricsView(view, windowArg) {
     el("td", {}, el("a", { href: `metrics/${q(row.class)}` }, row.class)),
     el("td", { class: "num" }, number(row.processed)), el("td", { class: "num" }, number(row.failed)),
     el("td", { class: "num" }, `${row.avg_ms.toFixed(1)} ms`), el("td", { class: "num" }, `${row.seconds.toFixed(1)} s`)));
-  view.replaceChildren(windowPicker(chosen, (value) => metricsView(view, value)),
+  fill(view, windowPicker(chosen, (value) => metricsView(view, value)),
     el("p", { class: "muted" }, `${when(data.starts_at)} – ${when(data.ends_at)}`),
     table(["Job", "Processed", "Failed", "Mean duration", "Total time"], rows));
 }
@@ -355,7 +360,7 @@ async function jobMetricsView(view, params, windowArg) {
     el("th", { scope: "row" }, label),
     el("td", {}, el("span", { class: "bar", style: null, "data-width": Math.round((100 * data.histogram.counts[index]) / top) })),
     el("td", { class: "num" }, number(data.histogram.counts[index]))));
-  view.replaceChildren(windowPicker(chosen, (value) => jobMetricsView(view, params, value)),
+  fill(view, windowPicker(chosen, (value) => jobMetricsView(view, params, value)),
     cards([["Processed", number(data.totals.processed)], ["Failed", number(data.totals.failed)],
       ["Mean duration", `${data.totals.avg_ms.toFixed(1)} ms`]]),
     chart("Processed and failed per bucket", labels, [
@@ -373,7 +378,7 @@ async function searchView(view) {
   const input = el("input", { type: "search", name: "q", value: initial, placeholder: "jid, class, argument, error…", "aria-label": "Search" });
   const results = el("div", {});
   async function run(text) {
-    if (!text) { results.replaceChildren(); return; }
+    if (!text) { fill(results); return; }
     history.replaceState(null, "", `search?q=${q(text)}`);
     const data = await api(`api/search?q=${q(text)}`);
     const rows = data.results.map((row) => el("tr", {},
@@ -381,10 +386,10 @@ async function searchView(view) {
       el("td", {}, row.id ? el("a", { href: `${row.page}/entry?id=${q(row.id)}` }, row.class) : row.class),
       el("td", {}, row.jid), el("td", { class: "args" }, short(row.args, 160)),
       el("td", { class: "error" }, row.error_class || "")));
-    results.replaceChildren(data.truncated ? el("p", { class: "badge warn" }, "The search stopped early: results are partial.") : "",
+    fill(results, data.truncated ? el("p", { class: "badge warn" }, "The search stopped early: results are partial.") : "",
       table(["Where", "Job", "JID", "Arguments", "Error"], rows, `${rows.length} found`));
   }
-  view.replaceChildren(el("form", { class: "filter", role: "search", onsubmit: (event) => {
+  fill(view, el("form", { class: "filter", role: "search", onsubmit: (event) => {
     event.preventDefault();
     run(input.value.trim()).catch((error) => notice(view, error.message, "error"));
   } }, input, el("button", { type: "submit" }, "Search")), results);
