@@ -21,7 +21,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 FEATURES = ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
 #: What `wurk plugins` shows: "coming" for a stub, the maturity of a built feature.
-STATUSES = {**dict.fromkeys(FEATURES, "coming"), "swarm": "alpha"}
+STATUSES = {**dict.fromkeys(FEATURES, "coming"), "swarm": "alpha", "web": "alpha"}
 
 
 def test_plugins_lists_the_seven_features_with_version_state_and_status():

@@ -34,7 +34,7 @@ VERSIONS = {name: (ROOT / "packages" / name / "VERSION").read_text().strip() for
 PLUGINS = DISTRIBUTIONS[1:-1]
 
 #: The maturity of the plugins whose feature is built; the others are "1 - Planning" (coming).
-STATUS = {"wurk-swarm": "3 - Alpha"}
+STATUS = {"wurk-swarm": "3 - Alpha", "wurk-web": "3 - Alpha"}
 
 
 def hatch_meta():

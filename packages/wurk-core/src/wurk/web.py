@@ -8,24 +8,24 @@ JSON routes and static files through the methods below without importing
 
     from wurk.web import WebError, WebRegistry, WebRequest
 
-    def render_batches(request: WebRequest) -> str:
-        return "<h2>Batches</h2><table>…</table>"  # escape what you show
+    def render_reports(request: WebRequest) -> str:
+        return "<h2>Reports</h2><table>…</table>"  # escape what you show
 
-    def list_batches(request: WebRequest) -> object:
-        return {"batches": [...], "cursor": request.params.get("cursor")}
+    def list_reports(request: WebRequest) -> object:
+        return {"reports": [...], "cursor": request.params.get("cursor")}
 
-    def cancel_batch(request: WebRequest) -> object:
-        bid = request.path_params["bid"]
-        if not known(bid):
-            raise WebError(404, f"no batch {bid}")
-        return {"cancelled": bid}
+    def run_report(request: WebRequest) -> object:
+        name = request.path_params["name"]
+        if not known(name):
+            raise WebError(404, f"no report {name}")
+        return {"ran": name}
 
     @wurk.hookimpl
     def wurk_register_web(app: WebRegistry) -> None:
-        app.add_page("/batches", "Batches", render_batches)
-        app.add_api("/api/batches", list_batches)
-        app.add_api("/api/batches/{bid}/cancel", cancel_batch, methods=("POST",))
-        app.add_static("/static/batches", Path(__file__).parent / "static")
+        app.add_page("/reports", "Reports", render_reports)
+        app.add_api("/api/reports", list_reports)
+        app.add_api("/api/reports/{name}/run", run_report, methods=("POST",))
+        app.add_static("/static/reports", Path(__file__).parent / "static")
 
 Handlers are plain synchronous functions: the dashboard runs them off its
 event loop, so they may use the data API and Redis freely. Every route, a
@@ -50,7 +50,7 @@ class WebRequest(Protocol):
 
     #: ``"GET"``, ``"POST"``…
     method: str
-    #: The path below the dashboard's mount point (``"/api/batches/b-1/cancel"``).
+    #: The path below the dashboard's mount point (``"/api/reports/daily/run"``).
     path: str
     #: The query string's parameters (the last value of a repeated one).
     params: Mapping[str, str]
@@ -67,7 +67,7 @@ class WebRequest(Protocol):
 
 
 class WebError(Exception):
-    """Raised by a handler to answer an HTTP error (``WebError(404, "no batch b-1")``)
+    """Raised by a handler to answer an HTTP error (``WebError(404, "no report daily")``)
     with ``{"error": message}`` as its JSON body."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -80,7 +80,7 @@ class WebRegistry(Protocol):
     """The dashboard's registry object (see the module docstring)."""
 
     def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
-        """Add an HTML page at ``path`` (``"/batches"``, ``"/batches/{bid}"``)
+        """Add an HTML page at ``path`` (``"/reports"``, ``"/reports/{name}"``)
         whose body ``render(request)`` returns, shown inside the dashboard's
         layout. ``title`` is its heading and, with ``nav``, its entry in the
         dashboard's navigation bar; ``nav=False`` for detail pages reached by
@@ -90,7 +90,7 @@ class WebRegistry(Protocol):
         ...
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:
-        """Add a JSON route at ``path`` (``"/api/batches"``) for the HTTP
+        """Add a JSON route at ``path`` (``"/api/reports"``) for the HTTP
         ``methods``; ``handler(request)`` returns a JSON-serialisable value,
         or raises :class:`WebError`. It is listed in the dashboard's OpenAPI
         document."""
