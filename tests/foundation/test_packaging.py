@@ -34,14 +34,7 @@ VERSIONS = {name: (ROOT / "packages" / name / "VERSION").read_text().strip() for
 PLUGINS = DISTRIBUTIONS[1:-1]
 
 #: The maturity of the plugins whose feature is built; the others are "1 - Planning" (coming).
-STATUS = {
-    "wurk-swarm": "3 - Alpha",
-    "wurk-limiter": "3 - Alpha",
-    "wurk-cron": "3 - Alpha",
-    "wurk-batches": "3 - Alpha",
-    "wurk-unique": "3 - Alpha",
-    "wurk-crypto": "3 - Alpha",
-}
+STATUS = {f"wurk-{name}": "3 - Alpha" for name in ("batches", "cron", "crypto", "limiter", "swarm", "unique", "web")}
 
 
 def hatch_meta():

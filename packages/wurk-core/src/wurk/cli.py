@@ -296,17 +296,29 @@ def _announce(server: Any) -> None:
 )
 @click.option("--jobs", "count", type=click.IntRange(0), default=30, show_default=True, help="Sample jobs to enqueue.")
 @click.option("--seconds", type=click.FloatRange(0), default=15.0, show_default=True, help="How long the worker runs.")
-def demo_command(data_dir: Path, count: int, seconds: float) -> None:
+@click.option(
+    "--web-port",
+    type=click.IntRange(0, 65535),
+    default=9494,
+    show_default=True,
+    help="Port of the dashboard, when a `wurk web` command is installed (a free one if taken).",
+)
+@click.pass_context
+def demo_command(ctx: click.Context, data_dir: Path, count: int, seconds: float, web_port: int) -> None:
     """See Wurk work: a server, a client that enqueues, and a real worker.
 
     Starts the embedded Valkey server on a free port (persisted under
     --data-dir), enqueues sample jobs from this process as an application
     would, and runs `wurk -r wurk.demo` on them, the same command you run on
-    your own app.
+    your own app. With a dashboard plugin installed (its `wurk web`
+    command), the dashboard runs too and its URL is printed.
     """
     from wurk.demo import run_demo
 
-    run_demo(data_dir, count, seconds)
+    # Core knows the dashboard only as a command some plugin may have added.
+    root = ctx.find_root().command
+    has_web = isinstance(root, click.Group) and "web" in root.commands
+    run_demo(data_dir, count, seconds, web_port=web_port if has_web else None)
 
 
 def _core_commands() -> list[click.Command]:

@@ -16,6 +16,7 @@ import contextlib
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -93,8 +94,11 @@ def summary(conn: Any) -> str:
     )
 
 
-def run_demo(data_dir: Path, count: int, seconds: float) -> None:
+def run_demo(data_dir: Path, count: int, seconds: float, *, web_port: int | None = None) -> None:
     """Server, client and worker for ``seconds``; Ctrl-C or TERM ends it early, cleanly.
+
+    With ``web_port``, the dashboard (``wurk web``, a plugin's command) is
+    served on it too, or on a free port when that one is taken.
 
     The server and the worker run in sessions of their own, so that a Ctrl-C
     reaches only the demo, which then stops each of them once. TERM is handled
@@ -103,7 +107,7 @@ def run_demo(data_dir: Path, count: int, seconds: float) -> None:
     """
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        _run(data_dir, count, seconds)
+        _run(data_dir, count, seconds, web_port)
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -112,7 +116,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run(data_dir: Path, count: int, seconds: float) -> None:
+def _run(data_dir: Path, count: int, seconds: float, web_port: int | None) -> None:
     server = embedded_server(data_dir)
     click.echo(f"server: starting the embedded Valkey (what `wurk server` runs), data in {server.data_dir}")
     with server:
@@ -128,16 +132,41 @@ def _run(data_dir: Path, count: int, seconds: float) -> None:
             env={**os.environ, "REDIS_URL": server.url},
             start_new_session=True,  # Ctrl-C reaches the demo, which stops the worker once, gracefully
         )
+        dashboard = None if web_port is None else _start_dashboard(server.url, web_port)
         try:
             _watch(worker, conn, seconds)
         except KeyboardInterrupt:
             click.echo("demo: interrupted")
         finally:
             _stop_worker(worker)
+            if dashboard is not None:
+                _stop_worker(dashboard)
         click.echo(f"worker stopped: {summary(conn)}")
         config.reset_redis_pools()
         click.echo(f"jobs not run yet stay in {server.data_dir}; `wurk demo` again picks them up.")
     click.echo("server: stopped")
+
+
+def _free_port(preferred: int) -> int:
+    """``preferred`` when nothing listens on it on 127.0.0.1, else a free port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", preferred))
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start_dashboard(url: str, preferred: int) -> subprocess.Popen[bytes]:
+    port = _free_port(preferred)
+    dashboard = subprocess.Popen(
+        [sys.executable, "-m", "wurk.cli", "web", "--port", str(port)],
+        env={**os.environ, "REDIS_URL": url},
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    click.echo(f"dashboard: http://127.0.0.1:{port}/ (the demo's jobs, live, while it runs)")
+    return dashboard
 
 
 def _watch(worker: subprocess.Popen[bytes], conn: Any, seconds: float) -> None:

@@ -37,8 +37,8 @@ one another through ``wurk_addhooks``.
 
 ``wurk_register_web(app)`` receives a :class:`wurk.web.WebRegistry`
 (``add_page``, ``add_api``, ``add_static``), a protocol defined in core so
-that a feature package adds dashboard pages without importing ``wurk_web``.
-It is provisional until the dashboard lands.
+that a feature package adds dashboard pages without importing ``wurk_web``;
+its pages and routes are handed a :class:`wurk.web.WebRequest`.
 """
 
 from __future__ import annotations
@@ -178,9 +178,9 @@ def wurk_register_web(app: WebRegistry) -> None:
     """Add dashboard pages, JSON API routes and static files.
 
     ``app`` is the dashboard's registry object, provided by ``wurk-web`` and
-    described by :class:`wurk.web.WebRegistry` (provisional until the
-    dashboard lands); the hook is never called when the dashboard is not
-    installed.
+    described by :class:`wurk.web.WebRegistry`. The dashboard calls the hook
+    once per application it builds, for every enabled plugin; it is never
+    called when the dashboard is not installed.
     """
 
 

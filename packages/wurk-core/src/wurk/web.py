@@ -1,42 +1,99 @@
 """What a plugin's ``wurk_register_web(app)`` receives: the dashboard's registry.
 
-Provisional until the dashboard lands in ``wurk-web``: the methods below are
-what a feature package may call to add its pages, JSON routes and static
-files without importing ``wurk_web``; the arguments a page's ``render`` or a
-route's ``handler`` is called with are settled by the dashboard, and may gain
-keywords then. Until it lands, the hook is never called by core.
+The dashboard (``wurk-web``) calls ``wurk_register_web`` once for every
+enabled plugin when it builds its application, so a page appears only when
+its plugin is installed and switched on. A feature package adds its pages,
+JSON routes and static files through the methods below without importing
+``wurk_web``, and reads each request through :class:`WebRequest`::
 
-A plugin types its hook against this protocol::
+    from wurk.web import WebError, WebRegistry, WebRequest
 
-    from wurk.web import WebRegistry
+    def render_reports(request: WebRequest) -> str:
+        return "<h2>Reports</h2><table>…</table>"  # escape what you show
+
+    def list_reports(request: WebRequest) -> object:
+        return {"reports": [...], "cursor": request.params.get("cursor")}
+
+    def run_report(request: WebRequest) -> object:
+        name = request.path_params["name"]
+        if not known(name):
+            raise WebError(404, f"no report {name}")
+        return {"ran": name}
 
     @wurk.hookimpl
     def wurk_register_web(app: WebRegistry) -> None:
-        app.add_page("/audit", "Audit", render_audit)
-        app.add_api("/api/audit", audit_counts)
-        app.add_static("/static/audit", Path(__file__).parent / "static")
+        app.add_page("/reports", "Reports", render_reports)
+        app.add_api("/api/reports", list_reports)
+        app.add_api("/api/reports/{name}/run", run_report, methods=("POST",))
+        app.add_static("/static/reports", Path(__file__).parent / "static")
+
+Handlers are plain synchronous functions: the dashboard runs them off its
+event loop, so they may use the data API and Redis freely. Every route, a
+plugin's included, passes through the dashboard's security first: the
+``authorization`` hook, read-only mode (a non-GET route is refused, and the
+page's ``request.read_only`` lets it hide its buttons) and the cross-site
+request check, so a plugin never re-implements them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from wurk.config import Config
+
+
+class WebRequest(Protocol):
+    """One request, as a page's ``render`` or a route's ``handler`` sees it."""
+
+    #: ``"GET"``, ``"POST"``…
+    method: str
+    #: The path below the dashboard's mount point (``"/api/reports/daily/run"``).
+    path: str
+    #: The query string's parameters (the last value of a repeated one).
+    params: Mapping[str, str]
+    #: The ``{name}`` parts of the route's path.
+    path_params: Mapping[str, str]
+    #: The decoded JSON body of a non-GET request (``None`` when there is none).
+    body: Any
+    #: The configuration whose Redis the dashboard shows.
+    config: Config
+    #: Whether the dashboard is read-only: hide controls that change anything.
+    read_only: bool
+    #: The URL prefix the dashboard is mounted at (``""`` or ``"/wurk"``), for links.
+    root: str
+
+
+class WebError(Exception):
+    """Raised by a handler to answer an HTTP error (``WebError(404, "no report daily")``)
+    with ``{"error": message}`` as its JSON body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class WebRegistry(Protocol):
-    """The dashboard's registry object (provisional; see the module docstring)."""
+    """The dashboard's registry object (see the module docstring)."""
 
     def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
-        """Add an HTML page at ``path`` (``"/audit"``) whose body ``render``
-        returns. ``title`` is its heading and, with ``nav``, its entry in the
+        """Add an HTML page at ``path`` (``"/reports"``, ``"/reports/{name}"``)
+        whose body ``render(request)`` returns, shown inside the dashboard's
+        layout. ``title`` is its heading and, with ``nav``, its entry in the
         dashboard's navigation bar; ``nav=False`` for detail pages reached by
-        links."""
+        links. The body is HTML: escape every value in it (``html.escape``).
+        The dashboard's content security policy refuses inline scripts, so a
+        page's script is a file served by :meth:`add_static`."""
         ...
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:
-        """Add a JSON route at ``path`` (``"/api/audit"``) for the HTTP
-        ``methods``; ``handler`` returns a JSON-serialisable value."""
+        """Add a JSON route at ``path`` (``"/api/reports"``) for the HTTP
+        ``methods``; ``handler(request)`` returns a JSON-serialisable value,
+        or raises :class:`WebError`. It is listed in the dashboard's OpenAPI
+        document."""
         ...
 
     def add_static(self, prefix: str, directory: str | os.PathLike[str]) -> None:
@@ -44,4 +101,4 @@ class WebRegistry(Protocol):
         ...
 
 
-__all__ = ["WebRegistry"]
+__all__ = ["WebError", "WebRegistry", "WebRequest"]

@@ -1,17 +1,21 @@
-"""The wurk-web plugin: the dashboard.
+"""The wurk-web plugin: the dashboard's settings and the ``wurk web`` command.
 
-Declares the dashboard's settings; its pages, JSON API and the ``wurk web``
-command arrive with the feature.
+The dashboard application itself is :func:`wurk_web.create_app`; this module
+is what core loads through the ``wurk`` entry point, so it stays light: the
+web framework is imported only when ``wurk web`` runs or an app is built.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from wurk.errors import ConfigurationError
 from wurk.hookspecs import hookimpl
 from wurk.settings import whole_number
 
 if TYPE_CHECKING:
+    import click
+
     from wurk.settings import SettingRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
@@ -20,6 +24,19 @@ WURK_PLUGIN_API = (1, 2)
 
 #: Connections in the dashboard's own Redis pool.
 WEB_POOL_SIZE = 5
+
+#: Strings that switch a flag off, as the guides read ``WURK_WEB_READ_ONLY``.
+FALSE_STRINGS = frozenset({"", "0", "false", "no", "off"})
+
+
+def read_only_flag(key: str, value: Any) -> bool | None:
+    """``None`` (follow ``WURK_WEB_READ_ONLY``), a bool, or a string read as the
+    environment variable is."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return value.strip().lower() not in FALSE_STRINGS
+    raise ConfigurationError(f"{key} must be a bool, a flag string or None, got {value!r}")
 
 
 @hookimpl
@@ -31,3 +48,17 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
         owner="wurk-web",
         doc="Connections in the dashboard's Redis pool (wurk_web.redis_pool(config)).",
     )
+    settings.add(
+        "web_read_only",
+        default=None,
+        check=read_only_flag,
+        owner="wurk-web",
+        doc="Serve the dashboard read-only; None follows WURK_WEB_READ_ONLY.",
+    )
+
+
+@hookimpl
+def wurk_register_commands(cli: click.Group) -> None:
+    from wurk_web.cli import web_command
+
+    cli.add_command(web_command)

@@ -398,6 +398,7 @@ __all__ = [
     "ACTIVE_JOB_WRAPPERS",
     "DJANGO_TASK_WRAPPERS",
     "ENCRYPTED_MARK",
+    "ENCRYPTED_PLACEHOLDER",
     "IterableState",
     "JobRecord",
     "active_job_arguments",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.redis_pool import RedisPool
 
-__all__ = ["Search", "SearchResult"]
+__all__ = ["KINDS", "MAX_LIMIT", "Search", "SearchResult"]
 
 KINDS = ("queues", "retry", "scheduled", "dead")
 SET_KEYS = {"retry": keys.RETRY, "scheduled": keys.SCHEDULE, "dead": keys.DEAD}

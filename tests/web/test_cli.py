@@ -1,0 +1,81 @@
+"""``wurk web`` on its own, and the demo serving the dashboard on its live jobs."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from tests.helpers import Subprocess, wait_for
+from wurk.embedded import free_port
+
+WURK = str(Path(sys.executable).parent / "wurk")
+
+
+def answering(url: str) -> httpx.Response | None:
+    try:
+        return httpx.get(url, timeout=2)
+    except httpx.HTTPError:
+        return None
+
+
+def test_wurk_web_help_names_the_loopback_default():
+    result = subprocess.run([WURK, "web", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert re.search(r"--host TEXT .*default: 127\.0\.0\.1", text)
+    assert "--port" in text
+    assert "--read-only" in text
+
+
+def test_wurk_plugins_lists_the_dashboard_as_built():
+    result = subprocess.run([WURK, "plugins"], capture_output=True, text=True, timeout=60)
+    line = next(line for line in result.stdout.splitlines() if "wurk-web" in line)
+    assert "alpha" in line
+    assert "coming" not in line
+
+
+def test_wurk_web_serves_the_dashboard_on_the_redis_url(tmp_path, redis_url, redis):
+    redis.set("stat:processed", 12)
+    port = free_port()
+    log = tmp_path / "web.log"
+    web = Subprocess([WURK, "web", "--port", str(port), "--read-only"], log=log, env={"REDIS_URL": redis_url})
+    try:
+        wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
+        assert httpx.get(f"http://127.0.0.1:{port}/api/stats").json()["processed"] == 12
+        refused = httpx.post(f"http://127.0.0.1:{port}/api/queues/default/pause", json={})
+        assert refused.status_code == 403
+        web.signal(signal.SIGINT)
+        web.wait(30)
+    finally:
+        web.stop()
+    assert f"dashboard: http://127.0.0.1:{port}/" in web.output()
+
+
+def test_the_demo_prints_the_dashboard_url_and_the_dashboard_shows_its_jobs(tmp_path):
+    log = tmp_path / "demo.log"
+    args = [WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6", "--seconds", "600"]
+    demo = Subprocess([*args, "--web-port", str(free_port())], log=log)
+    try:
+        match = wait_for(lambda: re.search(r"dashboard: (http://\S+)", log.read_text()), timeout=30)
+        url = match.group(1)  # type: ignore[union-attr]
+        wait_for(lambda: answering(f"{url}api/stats"), timeout=30)
+
+        def shows_the_demo() -> bool:
+            stats = httpx.get(f"{url}api/stats").json()
+            return stats["processed"] >= 7 and stats["retries"] == 1 and stats["processes"] == 1
+
+        wait_for(shows_the_demo, timeout=60)
+        (entry,) = httpx.get(f"{url}api/sets/retries").json()["entries"]
+        assert entry["class"] == "wurk.demo.flaky"
+        (process,) = httpx.get(f"{url}api/processes").json()["processes"]
+        assert process["queues"] == ["critical", "default", "low"]
+        demo.signal(signal.SIGINT)
+        assert demo.wait(60) == 0
+    finally:
+        demo.stop()
+    assert not answering(f"{url}api/stats")
