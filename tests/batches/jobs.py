@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import wurk
+from wurk_batches import BatchJob
 
 
 class Row(wurk.Job):
@@ -19,3 +20,12 @@ class Done:
 
     def finished(self, status: Any, options: Any) -> None:
         pass
+
+
+#: What SeesItsBatch saw of its batch, run by run.
+seen: list[tuple[str | None, str | None]] = []
+
+
+class SeesItsBatch(BatchJob, wurk.Job):
+    def perform(self) -> None:
+        seen.append((self.bid, self.batch.bid if self.batch is not None else None))

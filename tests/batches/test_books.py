@@ -243,6 +243,23 @@ def test_a_death_after_the_batch_expired_gets_a_clock_and_fires_nothing(config, 
     assert callback_jobs(redis) == []
 
 
+def test_a_job_reads_its_bid_and_batch_in_inline_and_fake_modes(config, redis):
+    from tests.batches import jobs
+    from wurk import testing
+
+    jobs.seen.clear()
+    inline = Batch()
+    with testing.inline(), inline.jobs():
+        jobs.SeesItsBatch.perform_async()
+    faked = Batch()
+    with testing.fake():
+        with faked.jobs():
+            jobs.SeesItsBatch.perform_async()
+        jobs.SeesItsBatch.drain()
+    jobs.SeesItsBatch.perform_inline()  # outside any batch
+    assert jobs.seen == [(inline.bid, inline.bid), (faked.bid, faked.bid), (None, None)]
+
+
 def test_testing_modes_create_the_batch_but_count_and_fire_nothing(config, redis):
     from wurk import testing
 

@@ -1,8 +1,11 @@
 """What a job can read of its batch while it runs.
 
-Core gives every job its ``bid`` (set from the payload before ``perform``);
-the batch itself, and whether it is still valid, come from this mixin, since
-core knows nothing about batches::
+Core puts only ``jid`` on a running job: in a worker, the batch server
+middleware sets ``bid`` on every batched job, and this mixin also reads it
+from the running payload (``wurk.server_middleware.current_job``), so
+``bid`` and ``batch`` work in inline mode too, where that middleware does
+not run. The batch itself, and whether it is still valid, come from this
+mixin, since core knows nothing about batches::
 
     class ImportRowJob(wurk_batches.BatchJob, wurk.Job):
         def perform(self, row_id):
@@ -17,13 +20,25 @@ on the job are the way in.
 
 from __future__ import annotations
 
+from wurk.server_middleware import current_job
 from wurk_batches.batch import Batch
 
 
 class BatchJob:
     """Mix into a ``wurk.Job`` (before it) for ``batch`` and ``valid_within_batch()``."""
 
-    bid: str | None = None
+    @property
+    def bid(self) -> str | None:
+        """The running job's bid: the one the batch middleware set, else the payload's."""
+        found = self.__dict__.get("bid")
+        if found is None:
+            job = current_job.get()
+            found = job.get("bid") if job is not None else None
+        return found if isinstance(found, str) else None
+
+    @bid.setter
+    def bid(self, value: str | None) -> None:
+        self.__dict__["bid"] = value
 
     @property
     def batch(self) -> Batch | None:

@@ -28,7 +28,7 @@ from wurk import payload as wire
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.retry import Handled, Skip
-from wurk.server_middleware import current_jobstr
+from wurk.server_middleware import current_job, current_jobstr
 
 if TYPE_CHECKING:
     from wurk.fetch import UnitOfWork
@@ -176,6 +176,7 @@ class Processor:
         # It parsed, so it was UTF-8 and came back from the fetch as text.
         jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
         current_jobstr.set(jobstr)
+        current_job.set(job)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})
         if self._listening:

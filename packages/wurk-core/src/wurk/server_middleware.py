@@ -26,6 +26,10 @@ from wurk.retry import Skip, booked_payload
 
 #: The job JSON exactly as fetched, for the job running in this context.
 current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
+#: The payload of the job running in this context, in a worker and inline
+#: alike: core puts only ``jid`` on a job instance, so a plugin's mixin reads
+#: the other fields it owns from here.
+current_job: ContextVar[dict[str, Any] | None] = ContextVar("wurk_current_job", default=None)
 
 
 class InterruptHandler(ServerMiddleware):
@@ -58,4 +62,4 @@ class Expiry(ServerMiddleware):
         return None
 
 
-__all__ = ["Expiry", "InterruptHandler", "current_jobstr"]
+__all__ = ["Expiry", "InterruptHandler", "current_job", "current_jobstr"]

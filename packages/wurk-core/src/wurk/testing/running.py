@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import payload as wire
 from wurk.registry import defined_job_class
+from wurk.server_middleware import current_job
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -35,7 +36,11 @@ def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None
         result[0] = job_class.execute_job(instance, job["args"])
         return result[0]
 
-    chain.invoke(instance, job, job.get("queue"), final=perform)
+    token = current_job.set(job)
+    try:
+        chain.invoke(instance, job, job.get("queue"), final=perform)
+    finally:
+        current_job.reset(token)
     return result[0]
 
 
