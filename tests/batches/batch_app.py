@@ -18,6 +18,7 @@ import redis
 
 import wurk
 from wurk_batches import Batch, BatchJob, Status
+from wurk_limiter import Limiter
 
 
 def evidence() -> redis.Redis:
@@ -58,6 +59,16 @@ class DiesUntilHealed(BatchJob, wurk.Job, retry=0):
         if not evidence().get("healed"):
             raise RuntimeError(f"{key} is not healed yet")
         evidence().hincrby("executions", str(key), 1)
+
+
+class Throttled(BatchJob, wurk.Job):
+    """Over its rate limit until the test resets the limiter: rescheduled, a
+    second later, at every run before that."""
+
+    def perform(self, key: Any) -> None:
+        gate = Limiter.window("batch-gate", 1, 3600, wait_timeout=0, reschedule=20, backoff=1)
+        with gate.within_limit():
+            evidence().hincrby("executions", str(key), 1)
 
 
 class AddsSibling(BatchJob, wurk.Job):

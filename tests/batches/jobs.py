@@ -29,3 +29,20 @@ seen: list[tuple[str | None, str | None]] = []
 class SeesItsBatch(BatchJob, wurk.Job):
     def perform(self) -> None:
         seen.append((self.bid, self.batch.bid if self.batch is not None else None))
+
+
+#: The events Heard heard, as (event, bid, pending when it ran).
+heard: list[tuple[str, str, int]] = []
+
+
+class Heard:
+    def on_success(self, status: Any, options: Any) -> None:
+        heard.append(("success", status.bid, status.pending))
+
+    def on_complete(self, status: Any, options: Any) -> None:
+        heard.append(("complete", status.bid, status.pending))
+
+
+class Fails(wurk.Job):
+    def perform(self) -> None:
+        raise ValueError("this row is bad")

@@ -286,3 +286,65 @@ def test_testing_modes_create_the_batch_but_count_and_fire_nothing(config, redis
             Row.perform_async(3)
     assert Status(inline.bid).total == 0
     assert redis.keys("queue:*") == []
+
+
+def opted_in_batch(config):
+    from tests.batches import jobs
+
+    jobs.heard.clear()
+    batch = Batch()
+    batch.on("success", jobs.Heard).on("complete", jobs.Heard)
+    return batch
+
+
+def test_opting_the_middleware_in_makes_inline_runs_ack_and_fire_the_callbacks(config, redis, wurk_testing_middleware):
+    from tests.batches import jobs
+    from wurk import testing
+    from wurk_batches import ServerMiddleware
+
+    wurk_testing_middleware.add(ServerMiddleware)
+    batch = opted_in_batch(config)
+    with testing.inline(), batch.jobs():
+        Row.perform_async(1)
+        Row.perform_async(2)
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (2, 0, 0, True)
+    assert sorted(jobs.heard) == [("complete", batch.bid, 0), ("success", batch.bid, 0)]
+    assert redis.keys("queue:*") == []  # counted, never queued
+
+
+def test_opting_the_middleware_in_makes_drained_runs_ack_and_queue_callbacks(config, redis, wurk_testing_middleware):
+    from tests.batches import jobs
+    from wurk import testing
+    from wurk_batches import ServerMiddleware
+
+    wurk_testing_middleware.add(ServerMiddleware)
+    batch = opted_in_batch(config)
+    with testing.fake():
+        with batch.jobs():
+            Row.perform_async(1)
+            Row.perform_async(2)
+        assert (Status(batch.bid).total, Status(batch.bid).pending) == (2, 2)
+        assert Row.drain() == 2
+        assert Status(batch.bid).pending == 0
+        assert jobs.heard == []  # the callbacks are jobs, in the fake store
+        testing.drain_all()
+    assert sorted(jobs.heard) == [("complete", batch.bid, 0), ("success", batch.bid, 0)]
+    assert redis.keys("queue:*") == []
+
+
+def test_an_opted_in_inline_failure_is_booked_and_fires_no_success(config, redis, wurk_testing_middleware):
+    from tests.batches import jobs
+    from wurk import testing
+    from wurk_batches import ServerMiddleware
+
+    wurk_testing_middleware.add(ServerMiddleware)
+    batch = opted_in_batch(config)
+    with testing.inline(), batch.jobs():
+        Row.perform_async(1)
+        with pytest.raises(ValueError, match="this row is bad"):
+            jobs.Fails.perform_async()
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (2, 1, 1)
+    assert len(status.failed_jids()) == 1
+    assert [event for event, _bid, _pending in jobs.heard if event == "success"] == []

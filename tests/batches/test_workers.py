@@ -8,11 +8,12 @@ import time
 
 import pytest
 
-from tests.batches.batch_app import AddsSibling, DiesUntilHealed, Recorder, Slow, Work
+from tests.batches.batch_app import AddsSibling, DiesUntilHealed, Recorder, Slow, Throttled, Work
 from tests.batches.conftest import callbacks, heard
 from tests.helpers import wait_for
 from wurk.api import DeadSet
 from wurk_batches import Batch, Status
+from wurk_limiter import Limiter
 
 pytestmark = pytest.mark.slow
 
@@ -215,5 +216,39 @@ def test_an_unresolvable_callback_goes_to_the_dead_set_on_its_first_attempt(work
     assert "NoSuchCallback" in dead["error_message"]
     # The other callback ran, with its options as JSON gives them back.
     assert callbacks(redis)[0][2] == {"k": [1, {"x": None}]}
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
+def test_a_rate_limited_job_acks_nothing_until_it_runs_within_its_limit(workers, redis):
+    with Limiter.window("batch-gate", 1, 3600).within_limit():
+        pass  # the one admission the gate has in an hour, spent
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        throttled = Throttled.perform_async("throttled")
+        Work.perform_async("free")
+    worker = workers.start("-c", "2")
+
+    def rescheduled_twice() -> bool:
+        entries = [json.loads(member) for member in redis.zrange("schedule", 0, -1)]
+        return any(entry["jid"] == throttled and entry.get("overrated", 0) >= 2 for entry in entries)
+
+    wait_for(rescheduled_twice, timeout=30)
+    status = Status(batch.bid)
+    # Each reschedule booked nothing: the job is live, neither failed nor done.
+    assert (status.total, status.pending, status.failures, status.complete) == (2, 1, 0, False)
+    assert status.failed_jids() == []
+    assert batch.include(throttled)
+    assert heard(redis, batch.bid) == []
+    assert redis.zcard("retry") == 0
+
+    Limiter.window("batch-gate", 1, 3600).reset()
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=30)
+    settle()
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (2, 0, 0)
+    assert redis.hget("executions", "throttled") == b"1"
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0

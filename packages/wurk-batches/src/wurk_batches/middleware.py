@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import wurk
+from wurk import testing
 from wurk.errors import Interrupted, Shutdown
 from wurk.retry import Handled, caused_by_shutdown
 from wurk_batches.books import Books
@@ -50,3 +51,14 @@ class ServerMiddleware(wurk.ServerMiddleware):
             raise
         books.ack_success(str(bid), jid)
         return result
+
+
+def counted_under_testing() -> bool:
+    """Whether a test opted this middleware into ``wurk.testing.server_middleware``.
+
+    The guides offer that opt-in to a test that wants acks and callbacks
+    under a testing mode: the writer then counts each intercepted job in the
+    batch (without queueing it), so the acks of its inline or drained runs
+    bring the batch to its callbacks as a worker's would.
+    """
+    return ServerMiddleware in testing.server_middleware

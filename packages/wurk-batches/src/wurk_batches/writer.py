@@ -28,6 +28,7 @@ from wurk.writers import PUSH, PushWriter, core_commands
 from wurk_batches import context
 from wurk_batches import keys as bkeys
 from wurk_batches.constants import DEFAULT_EXPIRY_SECONDS
+from wurk_batches.middleware import counted_under_testing
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -48,9 +49,21 @@ class BatchWriter(PushWriter):
         return origin == PUSH and (bool(payload.get("bid")) or context.active() is not None)
 
     def intercepted(self, payloads: list[Payload], origin: str) -> None:
-        """A testing mode took these: nothing is counted, but each payload
-        carries its ``bid``, as in production."""
-        stamp(payloads, context.active())
+        """A testing mode took these: each payload carries its ``bid``, as in
+        production, and nothing is counted unless the test opted the batch
+        middleware into the testing chain (then each is counted, not queued)."""
+        frame = context.active()
+        stamp(payloads, frame)
+        if not counted_under_testing():
+            return
+        by_bid: dict[str, list[Payload]] = {}
+        for payload in payloads:
+            if payload.get("bid"):
+                by_bid.setdefault(str(payload["bid"]), []).append(payload)
+        for bid, jobs in by_bid.items():
+            push_jobs(self.config, self.config.redis_pool, bid, jobs, queue=False)
+            if frame is not None and frame.bid == bid:
+                frame.added += len(jobs)
 
     def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
         frame = context.active()
@@ -96,11 +109,13 @@ def flush_held(config: Config, frame: context.Frame) -> None:
         frame.added += len(jobs)
 
 
-def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload]) -> int:
+def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload], *, queue: bool = True) -> int:
     """Push ``jobs`` of batch ``bid`` through the push script; how many were
     new to the batch. Stamps ``enqueued_at`` on the immediate ones, as core's
     writer does; a scheduled one goes to the ``schedule`` set without ``at``
-    and ``enqueued_at``, which are stamped when it is promoted."""
+    and ``enqueued_at``, which are stamped when it is promoted. With
+    ``queue=False`` the jobs are counted and registered but not written
+    (a testing mode runs or holds them instead)."""
     keys = [bkeys.batch(bid), bkeys.jids(bid), bkeys.died(bid), core_keys.QUEUES, core_keys.SCHEDULE]
     args: list[str | int | float] = [DEFAULT_EXPIRY_SECONDS]
     now = wire.now_ms()
@@ -112,6 +127,7 @@ def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload]) ->
             encoded = wire.dumps(job)
         else:
             encoded = wire.dumps({key: value for key, value in job.items() if key not in ("at", "enqueued_at")})
-        args += [job["jid"], job["queue"], "" if at is None else repr(float(at)), encoded]
+        due = "-" if not queue else "" if at is None else repr(float(at))
+        args += [job["jid"], job["queue"], due, encoded]
     scripts = config.scripts
     return int(pool.execute(lambda conn: scripts.send("batches.push", pool, keys, args)))
