@@ -26,8 +26,16 @@ class RecordRuns(ServerMiddleware):
         return call_next()
 
 
+class Metrics:
+    """A statsd client that records each counter in the ``metrics`` list."""
+
+    def increment(self, metric: str, tags: list[str] | None = None) -> None:
+        client().rpush("metrics", metric)
+
+
 @wurk.configure_server
 def tune(config: wurk.Config) -> None:
+    config.dogstatsd = Metrics
     config["poll_interval_average"] = 0.2
     config["heartbeat_interval"] = 0.5
     config.server_middleware.prepend(RecordRuns)
