@@ -30,12 +30,8 @@ these entries as their own.
 
 from __future__ import annotations
 
-import base64
-import json
 import random
 import time
-import traceback
-import zlib
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -43,6 +39,14 @@ from typing import TYPE_CHECKING, Any
 from wurk import keys, outcomes
 from wurk import payload as wire
 from wurk.errors import Shutdown
+from wurk.failure import (
+    MAX_MESSAGE_CHARS,
+    backtrace_lines,
+    compress_backtrace,
+    decompress_backtrace,
+    error_class_name,
+    error_message,
+)
 from wurk.outcomes import Outcome, Reason
 
 if TYPE_CHECKING:
@@ -50,7 +54,6 @@ if TYPE_CHECKING:
     from wurk.job import Job
 
 DEFAULT_MAX_RETRIES = 25
-MAX_MESSAGE_CHARS = 10_000
 KILLED_BY_API = "Job killed by API"
 
 
@@ -109,33 +112,6 @@ def caused_by_shutdown(exc: BaseException, depth: int = 0) -> bool:
         return False
     cause = exc.__cause__ or exc.__context__
     return cause is not None and caused_by_shutdown(cause, depth + 1)
-
-
-def error_class_name(exc: BaseException) -> str:
-    kind = type(exc)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
-
-
-def error_message(exc: BaseException) -> str:
-    """The message, cut to 10,000 characters, as valid UTF-8."""
-    text = str(exc)[:MAX_MESSAGE_CHARS]
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def backtrace_lines(exc: BaseException) -> list[str]:
-    """The traceback, innermost call first, one ``file:line:in 'function'`` a line."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return [f"{frame.filename}:{frame.lineno}:in '{frame.name}'" for frame in reversed(frames)]
-
-
-def compress_backtrace(lines: list[str]) -> str:
-    """base64 (no newlines) of a zlib stream of the JSON array of lines."""
-    return base64.b64encode(zlib.compress(json.dumps(lines).encode("utf-8"))).decode("ascii")
-
-
-def decompress_backtrace(data: str) -> list[str]:
-    return json.loads(zlib.decompress(base64.b64decode(data)))
 
 
 def default_delay(count: int) -> float:
@@ -401,13 +377,17 @@ def _raised(message: str) -> RuntimeError:
 
 __all__ = [
     "KILLED_BY_API",
+    "MAX_MESSAGE_CHARS",
     "Handled",
     "JobRetry",
     "Retrier",
     "Skip",
+    "backtrace_lines",
     "booked_payload",
     "caused_by_shutdown",
+    "compress_backtrace",
     "death_reason",
+    "decompress_backtrace",
     "error_class_name",
     "error_message",
     "retries_enabled",

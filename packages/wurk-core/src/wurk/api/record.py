@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from wurk import keys
 from wurk import payload as wire
 from wurk.api._base import RedisAccess, seconds_since, text, time_from_stamp
-from wurk.retry import decompress_backtrace
+from wurk.failure import decompress_backtrace
 
 if TYPE_CHECKING:
     from wurk.config import Config
