@@ -47,11 +47,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
+
+from marks import Marks
 
 import wurk
 
@@ -75,33 +76,14 @@ _FIFO = os.environ.get("DRAIN_FIFO", "")
 #: Set for forking workers, whose jobs each run in a fresh child: one byte per finished job.
 _COUNTER_FILE = os.environ.get("DRAIN_COUNTER_FILE", "")
 _LOOPS = int(os.environ.get("DRAIN_CPU_LOOPS") or 20_000)
-_started = False
-_start_lock = threading.Lock()
+_marks = Marks(_FIFO)
 _finished = itertools.count(1)
 
 
-def _mark(word: str) -> None:
-    """Tell the harness (reading the FIFO) that the first job started or the last one ended."""
-    if not _FIFO:
-        return
-    fd = os.open(_FIFO, os.O_WRONLY | os.O_NONBLOCK)
-    try:
-        os.write(fd, f"{word} {time.monotonic():.6f} {os.getpid()}\n".encode())
-    finally:
-        os.close(fd)
-
-
 def _begin() -> None:
-    global _started
-    if _started:
-        return
-    with _start_lock:
-        if _started:
-            return
-        _started = True
-    if _COUNTER_FILE and os.path.getsize(_COUNTER_FILE) > 0:
-        return  # a forked child: an earlier job (in another child) was the first
-    _mark("first")
+    # A forked child whose counter file already holds a job: an earlier job,
+    # in another child, was the first.
+    _marks.first(unless=lambda: bool(_COUNTER_FILE) and os.path.getsize(_COUNTER_FILE) > 0)
 
 
 def _end() -> None:
@@ -115,7 +97,7 @@ def _end() -> None:
     else:
         done = next(_finished)
     if done == _TOTAL:
-        _mark("last")
+        _marks.send("last")
 
 
 def spin(loops: int) -> int:

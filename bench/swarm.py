@@ -69,11 +69,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from marks import Marks
 
 import wurk
 
@@ -92,8 +93,7 @@ _COUNTER = os.environ.get("SWARM_BENCH_COUNTER", "")
 _TOTAL = int(os.environ.get("SWARM_BENCH_JOBS") or 0)
 _LOOPS = int(os.environ.get("SWARM_BENCH_LOOPS") or 60_000)
 _TOUCH = int(os.environ.get("SWARM_BENCH_TOUCH") or 0)
-_started = False
-_start_lock = threading.Lock()
+_marks = Marks(_FIFO)
 
 
 def build_table(entries: int) -> dict[str, tuple[int, str, list[float]]]:
@@ -127,28 +127,6 @@ def touch(seed: int, count: int) -> float:
     return total
 
 
-def _mark(word: str) -> None:
-    """Tell the harness, reading the FIFO, that this process started its first job or the last job ended."""
-    if not _FIFO:
-        return
-    fd = os.open(_FIFO, os.O_WRONLY | os.O_NONBLOCK)
-    try:
-        os.write(fd, f"{word} {time.monotonic():.6f} {os.getpid()}\n".encode())
-    finally:
-        os.close(fd)
-
-
-def _begin() -> None:
-    global _started
-    if _started:
-        return
-    with _start_lock:
-        if _started:
-            return
-        _started = True
-    _mark("first")
-
-
 def _end() -> None:
     if not _COUNTER:
         return
@@ -159,14 +137,14 @@ def _end() -> None:
     finally:
         os.close(fd)
     if done == _TOTAL:
-        _mark("last")
+        _marks.send("last")
 
 
 class Work(wurk.Job):
     """Reads ``SWARM_BENCH_TOUCH`` table entries (none by default), then spins for a few ms."""
 
     def perform(self, number: int) -> None:
-        _begin()
+        _marks.first()
         touch(number, _TOUCH)
         spin(_LOOPS)
         _end()
