@@ -198,9 +198,13 @@ class Books:
         pushed there, not sit in the real queue where nothing works it.
         """
         client = wurk.Client(self.config)
+        key = core_keys.queue(queue)
         for _jid, payload in callbacks:
-            removed = self.config.redis_pool.execute(lambda conn, p=payload: conn.lrem(core_keys.queue(queue), 1, p))
-            if removed:
+
+            def take(conn: Any, payload: str = payload) -> int:
+                return int(conn.lrem(key, 1, payload))
+
+            if self.config.redis_pool.execute(take):
                 client.raw_push([wire.loads(payload)])
 
     def fire_death(self, bid: str | None) -> None:
