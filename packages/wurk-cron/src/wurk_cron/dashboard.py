@@ -128,7 +128,8 @@ def list_loops(request: WebRequest) -> dict[str, Any]:
     size, lids, hashes, following = config.redis_pool.execute(read)
     loops = [Loop.from_hash(lid, decode_fields(raw), config) for lid, raw in zip(lids, hashes, strict=True) if raw]
     loops.sort(key=lambda loop: (loop.klass, loop.schedule, loop.lid))
-    return {"size": size, "loops": [describe(config, loop) for loop in loops], "cursor": str(following) if following else None}
+    rows = [describe(config, loop) for loop in loops]
+    return {"size": size, "loops": rows, "cursor": str(following) if following else None}
 
 
 def _loop(request: WebRequest) -> Loop:
