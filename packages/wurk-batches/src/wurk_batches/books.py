@@ -199,7 +199,11 @@ class Books:
         """
         client = wurk.Client(self.config)
         for _jid, payload in callbacks:
-            removed = self.config.redis_pool.execute(lambda conn, p=payload: conn.lrem(core_keys.queue(queue), 1, p))
+
+            def take(conn: Any, member: str = payload) -> int:
+                return int(conn.lrem(core_keys.queue(queue), 1, member))
+
+            removed = self.config.redis_pool.execute(take)
             if removed:
                 client.raw_push([wire.loads(payload)])
 

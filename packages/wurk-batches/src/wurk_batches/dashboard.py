@@ -161,9 +161,14 @@ def list_batches(request: WebRequest) -> dict[str, Any]:
     key = keys.DEAD_BATCHES if dead else keys.BATCHES
     limit = request.int_param("limit", PAGE_LIMIT, 1, MAX_LIMIT)
     page, cursor = read_page(request.config, key, request.params.get("cursor") or None, limit)
-    sizes = request.config.redis_pool.execute(
-        lambda conn: conn.pipeline(transaction=False).zcard(keys.BATCHES).zcard(keys.DEAD_BATCHES).execute()
-    )
+
+    def sizes_of(conn: Any) -> list[Any]:
+        pipe = conn.pipeline(transaction=False)
+        pipe.zcard(keys.BATCHES)
+        pipe.zcard(keys.DEAD_BATCHES)
+        return list(pipe.execute())
+
+    sizes = request.config.redis_pool.execute(sizes_of)
     rows = statuses(request.config, [bid for bid, _score in page])
     for row, (_bid, score) in zip(rows, page, strict=True):
         row["listed_at"] = score  # created_at for the list, death for the dead list

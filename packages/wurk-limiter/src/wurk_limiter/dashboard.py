@@ -163,9 +163,14 @@ def reset_limiter(request: WebRequest) -> dict[str, Any]:
     """Reset the limiter ``name``: clear its state and counters, keep it registered."""
     name = request.path_params["name"]
     pool = limiter_config(request.config).pool()
-    listed, meta = pool.execute(
-        lambda conn: conn.pipeline(transaction=False).sismember(keys.REGISTRY, name).hgetall(keys.meta(name)).execute()
-    )
+
+    def read(conn: Any) -> list[Any]:
+        pipe = conn.pipeline(transaction=False)
+        pipe.sismember(keys.REGISTRY, name)
+        pipe.hgetall(keys.meta(name))
+        return list(pipe.execute())
+
+    listed, meta = pool.execute(read)
     if not listed:
         raise WebError(404, f"no limiter {name!r} is registered")
     fields = {_text(k): _text(v) for k, v in meta.items()}
