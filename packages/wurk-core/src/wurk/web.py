@@ -22,7 +22,7 @@ JSON routes and static files through the methods below without importing
 
     @wurk.hookimpl
     def wurk_register_web(app: WebRegistry) -> None:
-        app.add_page("/reports", "Reports", render_reports)
+        app.add_page("/reports", "Reports", render_reports, scripts=["/static/reports/reports.js"])
         app.add_api("/api/reports", list_reports)
         app.add_api("/api/reports/{name}/run", run_report, methods=("POST",))
         app.add_static("/static/reports", Path(__file__).parent / "static")
