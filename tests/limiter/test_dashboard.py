@@ -118,3 +118,16 @@ def test_without_the_plugin_there_is_no_limiters_page(redis_url, monkeypatch):
             assert "Limiters" not in client.get("/").text
     finally:
         config.reset_redis_pools()
+
+
+def test_the_authorization_hook_gates_the_reset(config, redis):
+    limiter = Limiter.window("gated", 5, 60)
+    limiter.within_limit(lambda: None)
+
+    def readers_only(request, method: str, path: str) -> bool:
+        return method == "GET"
+
+    with client_for(wurk_web.create_app(config, authorization=readers_only)) as client:
+        assert client.get("/api/limiters").status_code == 200
+        assert client.post("/api/limiters/gated/reset", json={}).status_code == 403
+    assert redis.zcard("lmtr-w:gated") == 1
