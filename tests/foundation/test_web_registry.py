@@ -20,7 +20,16 @@ class MemoryWebRegistry:
         self.apis: dict[str, tuple[Callable[..., object], tuple[str, ...]]] = {}
         self.statics: dict[str, str] = {}
 
-    def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
+    def add_page(
+        self,
+        path: str,
+        title: str,
+        render: Callable[..., str],
+        *,
+        nav: bool = True,
+        scripts: Sequence[str] = (),
+        styles: Sequence[str] = (),
+    ) -> None:
         self.pages[path] = (title, render, nav)
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:

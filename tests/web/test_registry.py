@@ -100,3 +100,43 @@ def test_the_registry_refuses_clashes_and_bad_paths(tmp_path):
         app.add_static("/static/none", tmp_path / "missing")
     registry: WebRegistry = app  # the dashboard's registry is core's protocol
     assert registry is app
+
+
+class ScriptedPlugin:
+    """A page with its own script and stylesheet, served from the plugin's folder."""
+
+    @wurk.hookimpl
+    def wurk_register_web(self, app: WebRegistry) -> None:
+        app.add_page(
+            "/scripted",
+            "Scripted",
+            render_reports,
+            scripts=("/static/scripted/test_registry.py",),
+            styles=("/static/scripted/conftest.py",),
+        )
+        app.add_static("/static/scripted", Path(__file__).parent)
+
+
+def test_a_page_loads_its_own_script_and_style_after_the_dashboards(config):
+    plugin = ScriptedPlugin()
+    config.plugins.register(plugin, name="scripted")
+    try:
+        with client_for(wurk_web.create_app(config)) as client:
+            page = client.get("/scripted").text
+            other = client.get("/queues").text
+    finally:
+        config.plugins.unregister(plugin)
+    core = page.index('<script src="static/wurk/app.js" defer></script>')
+    own = page.index('<script src="static/scripted/test_registry.py" defer></script>')
+    assert core < own < page.index("</head>")
+    assert '<link rel="stylesheet" href="static/scripted/conftest.py">' in page
+    assert "static/scripted" not in other  # only its own page loads it
+
+
+def test_a_page_asset_must_be_a_static_file_of_the_dashboard():
+    app = Dashboard()
+    for bad in ("https://cdn.example/x.js", "static/x.js", "/static/../secret.js"):
+        with pytest.raises(PluginError, match="files under /static/"):
+            app.add_page(f"/p{len(bad)}", "P", render_reports, scripts=(bad,))
+    with pytest.raises(PluginError, match="list of URLs"):
+        app.add_page("/q", "Q", render_reports, styles="/static/x.css")

@@ -58,7 +58,12 @@ def test_read_only_refuses_every_change_and_marks_the_page(config, redis):
     push_one(config, 1)
     with client_for(wurk_web.create_app(config, read_only=True)) as client:
         assert client.get("/api/queues").status_code == 200
-        for path in ("/api/queues/default/pause", "/api/queues/default/clear", "/api/sets/dead/delete/all"):
+        for path in (
+            "/api/queues/default/pause",
+            "/api/queues/default/clear",
+            "/api/sets/dead/delete/all",
+            "/api/sets/scheduled/add_to_queue/all",
+        ):
             answer = client.post(path, json={})
             assert answer.status_code == 403
             assert "read-only" in answer.json()["error"]

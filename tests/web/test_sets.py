@@ -123,6 +123,7 @@ def test_scheduled_add_to_queue_keeps_the_payload(config, redis, web):
         ("dead", "retry", keys.DEAD, 0, 4),
         ("dead", "delete", keys.DEAD, 0, 0),
         ("scheduled", "delete", keys.SCHEDULE, 0, 0),
+        ("scheduled", "add_to_queue", keys.SCHEDULE, 0, 4),
     ],
 )
 def test_whole_set_actions(config, redis, web, kind, action, key, left, queued):
@@ -145,3 +146,19 @@ def test_a_payload_that_is_not_json_is_refused_for_retry_but_deleted(config, red
     assert redis.zcard(keys.DEAD) == 1
     assert web.post("/api/sets/dead/delete", json={"ids": [entry["id"]]}).json()["done"] == 1
     assert redis.zcard(keys.DEAD) == 0
+
+
+def test_add_all_to_queue_keeps_each_payload_and_leaves_what_is_not_a_job(config, redis, web):
+    scheduled = ScheduledSet()
+    for n in range(60):  # more than one page of the walk
+        scheduled.schedule(
+            BASE + n, {"class": "app.jobs.Later", "args": [n], "jid": jid_of(n), "queue": "mail", "retry_count": 3}
+        )
+    redis.zadd(keys.SCHEDULE, {b"not json": BASE})
+    answer = web.post("/api/sets/scheduled/add_to_queue/all", json={}).json()
+    assert (answer["done"], answer["refused"]) == (60, 1)
+    assert redis.zrange(keys.SCHEDULE, 0, -1) == [b"not json"]
+    queued = [json.loads(raw) for raw in redis.lrange(keys.queue("mail"), 0, -1)]
+    assert sorted(job["jid"] for job in queued) == [jid_of(n) for n in range(60)]
+    assert {job["retry_count"] for job in queued} == {3}  # unchanged: adding to a queue is not a retry
+    assert not any("at" in job for job in queued)

@@ -5,7 +5,8 @@
   counts them in the same script that pushes them;
 * the Lua scripts of ``lua/``;
 * an outcome listener books deaths, and finished callbacks of child batches;
-* the ``batch_callbacks_first`` setting.
+* the ``batch_callbacks_first`` setting;
+* the dashboard's Batches pages (:mod:`wurk_batches.dashboard`).
 
 Switch it off with ``WURK_DISABLE_PLUGINS=batches``.
 """
@@ -31,11 +32,12 @@ if TYPE_CHECKING:
     from wurk.outcomes import Outcome
     from wurk.scripts import ScriptRegistry
     from wurk.settings import SettingRegistry
+    from wurk.web import WebRegistry
     from wurk.writers import PushWriterRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 3)  # PushWriter.origins
+WURK_PLUGIN_API = (1, 4)  # PushWriter.origins; a dashboard page's scripts
 
 
 def _boolean(key: str, value: Any) -> None:
@@ -84,3 +86,11 @@ def wurk_job_outcome(outcome: Outcome, config: Config) -> None:
     # An expired job returned through the batch middleware: a success already.
     if bid and outcome.kind == "died" and outcome.reason != "expired":
         Books.of(config).ack_death(str(bid), jid)
+
+
+@hookimpl
+def wurk_register_web(app: WebRegistry) -> None:
+    # Imported here: a worker never builds the dashboard.
+    from wurk_batches.dashboard import register
+
+    register(app)

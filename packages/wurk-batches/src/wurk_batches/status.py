@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import wurk
@@ -47,6 +47,16 @@ class Status:
         self.config = config or wurk.default_config()
         self._data: dict[str, str] = {}
         self.reload()
+
+    @classmethod
+    def from_hash(cls, bid: str, fields: Mapping[Any, Any], *, config: wurk.Config | None = None) -> Status:
+        """A status built from the ``b-<bid>`` hash as already read (``HGETALL``),
+        for a listing that reads a page of batches in one pipeline."""
+        status = cls.__new__(cls)
+        status.bid = bid
+        status.config = config or wurk.default_config()
+        status._data = {_text(field): _text(value) for field, value in fields.items()}
+        return status
 
     def __repr__(self) -> str:
         return f"<Status {self.bid} pending={self.pending}/{self.total} failures={self.failures}>"
@@ -121,6 +131,11 @@ class Status:
         except ValueError:
             return []
         return [str(tag) for tag in parsed] if isinstance(parsed, list) else []
+
+    @property
+    def complete_flag(self) -> bool:
+        """The hash's own flag, set once complete fired (``complete`` also recounts)."""
+        return self._data.get("complete") == "1"
 
     @property
     def complete(self) -> bool:

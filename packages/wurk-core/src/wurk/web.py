@@ -22,7 +22,7 @@ JSON routes and static files through the methods below without importing
 
     @wurk.hookimpl
     def wurk_register_web(app: WebRegistry) -> None:
-        app.add_page("/reports", "Reports", render_reports)
+        app.add_page("/reports", "Reports", render_reports, scripts=["/static/reports/reports.js"])
         app.add_api("/api/reports", list_reports)
         app.add_api("/api/reports/{name}/run", run_report, methods=("POST",))
         app.add_static("/static/reports", Path(__file__).parent / "static")
@@ -65,6 +65,11 @@ class WebRequest(Protocol):
     #: The URL prefix the dashboard is mounted at (``""`` or ``"/wurk"``), for links.
     root: str
 
+    def int_param(self, name: str, default: int, low: int, high: int) -> int:
+        """A whole-number query parameter clamped into ``low..high``; a 400
+        :class:`WebError` when it is not a number."""
+        ...
+
 
 class WebError(Exception):
     """Raised by a handler to answer an HTTP error (``WebError(404, "no report daily")``)
@@ -79,14 +84,28 @@ class WebError(Exception):
 class WebRegistry(Protocol):
     """The dashboard's registry object (see the module docstring)."""
 
-    def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
+    def add_page(
+        self,
+        path: str,
+        title: str,
+        render: Callable[..., str],
+        *,
+        nav: bool = True,
+        scripts: Sequence[str] = (),
+        styles: Sequence[str] = (),
+    ) -> None:
         """Add an HTML page at ``path`` (``"/reports"``, ``"/reports/{name}"``)
         whose body ``render(request)`` returns, shown inside the dashboard's
         layout. ``title`` is its heading and, with ``nav``, its entry in the
         dashboard's navigation bar; ``nav=False`` for detail pages reached by
         links. The body is HTML: escape every value in it (``html.escape``).
-        The dashboard's content security policy refuses inline scripts, so a
-        page's script is a file served by :meth:`add_static`."""
+
+        The dashboard's content security policy refuses inline scripts and
+        styles, so a page's script and stylesheet are files served by
+        :meth:`add_static`, named here by their URL below the dashboard
+        (``scripts=("/static/reports/reports.js",)``): the layout loads them
+        after the dashboard's own script, whose drawing helpers they may use
+        (``window.WurkDashboard``, see docs/dashboard.md)."""
         ...
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:

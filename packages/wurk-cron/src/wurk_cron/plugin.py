@@ -6,7 +6,8 @@
   prune of superseded loops), so a bad schedule or class fails the boot;
 * ``wurk_register_components`` adds the leader-gated :class:`Poller` to
   every worker process;
-* the ``cron.advance`` script, the two settings and ``wurk cron`` complete it.
+* the ``cron.advance`` script, the two settings and ``wurk cron`` complete it;
+* ``wurk_register_web`` adds the dashboard's Cron pages (:mod:`wurk_cron.dashboard`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ if TYPE_CHECKING:
     from wurk.runtime import Runtime
     from wurk.scripts import ScriptRegistry
     from wurk.settings import SettingRegistry
+    from wurk.web import WebRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 2)
+WURK_PLUGIN_API = (1, 4)  # a dashboard page's scripts
 
 #: Seconds between two cron ticks of the leader (the guides' ``cron_tick_interval``).
 CRON_TICK_INTERVAL = 60
@@ -87,3 +89,11 @@ def wurk_register_commands(cli: click.Group) -> None:
     from wurk_cron.cli import cron_command
 
     cli.add_command(cron_command)
+
+
+@hookimpl
+def wurk_register_web(app: WebRegistry) -> None:
+    # Imported here: a worker never builds the dashboard.
+    from wurk_cron.dashboard import register
+
+    register(app)

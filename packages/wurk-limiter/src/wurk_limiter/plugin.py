@@ -1,4 +1,5 @@
-"""The wurk-limiter plugin: its Lua scripts and its server middleware.
+"""The wurk-limiter plugin: its Lua scripts, its server middleware and the
+dashboard's Limiters page.
 
 Switched off with ``WURK_DISABLE_PLUGINS=limiter``: limiters then refuse to
 run (their scripts are not registered) and nothing catches ``OverLimit``.
@@ -12,10 +13,11 @@ import wurk
 from wurk.middleware import Chain
 from wurk.scripts import ScriptRegistry
 from wurk.server_middleware import Expiry
+from wurk.web import WebRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 0)
+WURK_PLUGIN_API = (1, 4)  # a dashboard page's scripts
 
 
 @wurk.hookimpl
@@ -35,3 +37,11 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Any) -> None:
         server.insert_after(Expiry, LimiterMiddleware)
     else:
         server.add(LimiterMiddleware)
+
+
+@wurk.hookimpl
+def wurk_register_web(app: WebRegistry) -> None:
+    # Imported here: a worker never builds the dashboard.
+    from wurk_limiter.dashboard import register
+
+    register(app)

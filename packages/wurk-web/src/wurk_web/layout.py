@@ -28,6 +28,9 @@ def render_page(
     links = "".join(nav_link(item, page) for item in nav)
     banner = '<p class="banner" role="status">Read-only: changes are switched off.</p>' if read_only else ""
     css, script = ASSETS
+    # Relative to <base>, like the dashboard's own assets, so a mount point is followed.
+    extra = "".join(f'<link rel="stylesheet" href="{html.escape(url.lstrip("/"))}">\n' for url in page.styles)
+    extra += "".join(f'<script src="{html.escape(url.lstrip("/"))}" defer></script>\n' for url in page.scripts)
     return f"""<!doctype html>
 <html lang="en">
 <head>
@@ -37,7 +40,7 @@ def render_page(
 <title>{html.escape(page.title)} · Wurk</title>
 <link rel="stylesheet" href="{css}">
 <script src="{script}" defer></script>
-</head>
+{extra}</head>
 <body data-read-only="{int(read_only)}" data-poll="{poll_seconds:g}">
 <a class="skip" href="#main">Skip to content</a>
 <header>

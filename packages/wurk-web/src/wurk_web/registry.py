@@ -26,6 +26,9 @@ class Page:
     title: str
     render: Callable[..., str]
     nav: bool
+    #: URLs below the dashboard (``/static/…``) of the page's own scripts and stylesheets.
+    scripts: tuple[str, ...] = ()
+    styles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,18 @@ def _checked_path(path: str, what: str) -> str:
     return path
 
 
+def _assets(page: str, what: str, urls: Sequence[str]) -> tuple[str, ...]:
+    # A page's assets are the dashboard's own files: a URL elsewhere would be
+    # refused by the content security policy anyway, so say so at start-up.
+    if isinstance(urls, str):
+        raise PluginError(f"page {page}: {what} is a list of URLs, got the string {urls!r}")
+    found = tuple(urls)
+    for url in found:
+        if not isinstance(url, str) or not url.startswith("/static/") or ".." in url:
+            raise PluginError(f"page {page}: {what} are files under /static/ (see add_static), got {url!r}")
+    return found
+
+
 class Dashboard:
     """What the dashboard serves; see :class:`wurk.web.WebRegistry` for each method."""
 
@@ -64,14 +79,24 @@ class Dashboard:
                 raise PluginError(f"the dashboard route {method} {path} is registered twice")
         self._taken.update((method, path) for method in methods)
 
-    def add_page(self, path: str, title: str, render: Callable[..., str], *, nav: bool = True) -> None:
+    def add_page(
+        self,
+        path: str,
+        title: str,
+        render: Callable[..., str],
+        *,
+        nav: bool = True,
+        scripts: Sequence[str] = (),
+        styles: Sequence[str] = (),
+    ) -> None:
         _checked_path(path, "page")
         if path.startswith(("/api/", "/static/")):
             raise PluginError(f"a dashboard page cannot live under /api/ or /static/, got {path!r}")
         if not callable(render):
             raise PluginError(f"page {path}: render must be callable, got {render!r}")
+        found_scripts, found_styles = _assets(path, "scripts", scripts), _assets(path, "styles", styles)
         self._claim(path, ["GET"])
-        self.pages.append(Page(path, str(title), render, nav))
+        self.pages.append(Page(path, str(title), render, nav, found_scripts, found_styles))
 
     def add_api(self, path: str, handler: Callable[..., object], methods: Sequence[str] = ("GET",)) -> None:
         _checked_path(path, "API")

@@ -405,6 +405,20 @@ const VIEWS = {
   "job-metrics": (view, params) => jobMetricsView(view, params), search: searchView,
 };
 
+// -- Pages from plugins ----------------------------------------------------------
+// A plugin page's own script (add_page(..., scripts=[...]), loaded after this
+// one) registers its view here and draws it with the same helpers, so its
+// values are text too and its controls disappear in read-only mode.
+
+window.WurkDashboard = Object.freeze({
+  READ_ONLY, el, fill, api, post, q, when, timeCell, duration, number, short, notice, button, action,
+  table, cards, pager, selectable,
+  view(name, draw) {
+    if (VIEWS[name]) throw new Error(`the dashboard view ${name} is defined twice`);
+    VIEWS[name] = draw;
+  },
+});
+
 document.addEventListener("DOMContentLoaded", () => {
   for (const view of document.querySelectorAll("[data-view]")) {
     const params = {};

@@ -24,7 +24,7 @@ MAX_LIMIT = 200
 #: Page name: (the set's class, the search kind, actions on entries, actions on the whole set).
 KINDS: dict[str, tuple[Callable[..., JobSet], str, tuple[str, ...], tuple[str, ...]]] = {
     "retries": (RetrySet, "retry", ("retry", "delete", "kill"), ("retry", "delete", "kill")),
-    "scheduled": (ScheduledSet, "scheduled", ("add_to_queue", "delete"), ("delete",)),
+    "scheduled": (ScheduledSet, "scheduled", ("add_to_queue", "delete"), ("add_to_queue", "delete")),
     "dead": (DeadSet, "dead", ("retry", "delete"), ("retry", "delete")),
 }
 
@@ -142,17 +142,34 @@ def act_on_entries(request: DashboardRequest) -> dict[str, Any]:
     return {"kind": kind, "action": action, "done": done, "missing": missing, "refused": refused}
 
 
+def add_all_to_queue(job_set: JobSet) -> tuple[int, int]:
+    """Enqueue every entry now, payload unchanged (``SortedEntry.add_to_queue``
+    on each, newest first; the walk allows for the entries it removes). Entries
+    that are not JSON jobs stay in the set. (enqueued, refused)."""
+    done = refused = 0
+    for entry in job_set:
+        try:
+            done += entry.add_to_queue() is not None  # None: the scheduler promoted it first
+        except ValueError:
+            refused += 1
+    return done, refused
+
+
 def act_on_set(request: DashboardRequest) -> dict[str, Any]:
-    """Apply ``action`` to the whole set: ``retry`` (``retry_all``), ``kill`` (``kill_all``), ``delete`` (``clear``)."""
+    """Apply ``action`` to the whole set: ``retry`` (``retry_all``), ``kill`` (``kill_all``),
+    ``add_to_queue`` (each entry's ``add_to_queue``), ``delete`` (``clear``)."""
     kind, job_set = _job_set(request)
     action = request.path_params["action"]
     if action not in KINDS[kind][3]:
         raise WebError(404, f"the whole {kind} set offers {', '.join(KINDS[kind][3])}, not {action!r}")
+    refused = 0
     if action == "retry":
         done = job_set.retry_all()
     elif action == "kill":
         done = job_set.kill_all()
+    elif action == "add_to_queue":
+        done, refused = add_all_to_queue(job_set)
     else:
         done = job_set.size
         job_set.clear()
-    return {"kind": kind, "action": action, "done": done}
+    return {"kind": kind, "action": action, "done": done, "refused": refused}
