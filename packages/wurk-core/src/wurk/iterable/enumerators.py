@@ -113,9 +113,9 @@ def csv_batches_enumerator(
     rows, path = _reader(source, headers, fmtparams, "csv_batches_enumerator")
     start = start_index(cursor, "csv_batches_enumerator")
 
-    def batches() -> Iterator[tuple[list[Any], int]]:
+    def slices() -> Iterator[tuple[list[Any], int]]:
         for _ in itertools.islice(rows, start * batch_size):
-            pass  # the batches before the cursor: read, not processed
+            pass  # the rows before the cursor's batch: read, not processed
         for index in itertools.count(start):
             batch = list(itertools.islice(rows, batch_size))
             if not batch:
@@ -125,4 +125,4 @@ def csv_batches_enumerator(
     def size() -> int:
         return math.ceil(count_rows(path, headers) / batch_size) if path else 0
 
-    return Enumerator(batches(), size if path else None)
+    return Enumerator(slices(), size if path else None)

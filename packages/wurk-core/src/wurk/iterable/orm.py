@@ -185,7 +185,7 @@ def sqlalchemy_batches(
 def sqlalchemy_relations(
     session: Any, statement: Any, *, cursor: Any, batch_size: int = DEFAULT_BATCH_SIZE, key: Any = None
 ) -> Enumerator:
-    """Selects bounded to batches of up to ``batch_size`` rows (for bulk
+    """Selects each bounded to one batch of up to ``batch_size`` rows (for bulk
     ``update()`` / ``delete()`` or a query of your own), each with its first
     key; only the keys are read to find a batch."""
     column, _name = _sqlalchemy_key(statement, key, "sqlalchemy_relations_enumerator")
