@@ -7,6 +7,7 @@ work stays tiny), and each callback appends its name to ``events``.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import threading
@@ -136,3 +137,14 @@ class Stuck(Recorded):
             while time.monotonic() < deadline:
                 time.sleep(0.05)
         time.sleep(0.001)
+
+
+class AsyncPatient(wurk.Job):
+    """A plain ``async def perform`` that waits for its worker to stop."""
+
+    async def perform(self) -> None:
+        evidence().rpush("events", "async-started")
+        while not self.interrupted():
+            await asyncio.sleep(0.01)
+        evidence().rpush("events", "async-saw-stop")
+        raise wurk.Interrupted()

@@ -8,7 +8,7 @@ import time
 import wurk
 from tests.helpers import wait_for
 from tests.iterable.conftest import calls, events, seen
-from tests.iterable.iterable_app import Cooperative, Endless, FailsOnce, Stuck, Walk
+from tests.iterable.iterable_app import AsyncPatient, Cooperative, Endless, FailsOnce, Stuck, Walk
 
 ITEMS = 100_000
 
@@ -165,3 +165,13 @@ def test_an_iteration_outliving_the_shutdown_timeout_resumes_from_the_last_check
     assert seen(redis) == 6000
     again.signal(signal.SIGTERM)
     assert again.wait(30) == 0
+
+
+def test_an_async_job_sees_its_worker_stopping_too(workers, redis):
+    AsyncPatient.perform_async()
+    worker = workers.start("-c", "1")
+    wait_for(lambda: "async-started" in events(redis), timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert events(redis) == ["async-started", "async-saw-stop"]
+    assert redis.llen("queue:default") == 1  # given back by the Interrupted it raised

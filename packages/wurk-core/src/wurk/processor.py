@@ -274,5 +274,11 @@ class Processor:
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)
         if result is not None and inspect.isawaitable(result):
-            return self.manager.loop.run(result)
+            return self.manager.loop.run(self._flagged(result))
         return result
+
+    async def _flagged(self, awaitable: Any) -> Any:
+        """``awaitable`` in a task that sees this thread's stopping flag (the
+        loop's tasks do not inherit this thread's context)."""
+        current_stopping.set(self.stopping)
+        return await awaitable
