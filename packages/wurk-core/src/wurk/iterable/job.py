@@ -158,12 +158,19 @@ class IterableJob(Job):
     _started: float = 0.0
     _cancelled: int | None = None
 
+    _persist: bool | None = None
+
     def _persisted(self) -> bool:
         """State goes to Redis only for a real run: a job with a jid, outside
-        the testing modes (a plain ``MyJob().perform()`` stays in memory)."""
-        return self.jid is not None and not testing.enabled()
+        the testing modes (a plain ``MyJob().perform()`` stays in memory).
+        Decided once per run, so a run never writes half its state."""
+        if self._persist is None:
+            return self.jid is not None and not testing.enabled()
+        return self._persist
 
     def perform(self, *args: Any) -> None:
+        self._persist = None
+        self._persist = self._persisted()
         self._arguments = tuple(args)
         progress = state.load(default_config().redis_pool, self.jid or "") if self._persisted() else state.Progress()
         self._executions = progress.executions
