@@ -10,6 +10,7 @@ from wurk.defaults import configure_client, configure_server, default_config, se
 from wurk.embed import configure_embed
 from wurk.errors import (
     ConfigurationError,
+    CursorError,
     FrozenConfigError,
     Interrupted,
     PluginError,
@@ -20,6 +21,7 @@ from wurk.errors import (
     WurkError,
 )
 from wurk.hookspecs import hookimpl, hookspec
+from wurk.iterable import IterableJob
 from wurk.job import Job, job
 from wurk.middleware import Chain, ClientMiddleware, ServerMiddleware
 from wurk.payload import ComplexArgumentError, InvalidJobError
@@ -34,9 +36,11 @@ __all__ = [
     "Component",
     "Config",
     "ConfigurationError",
+    "CursorError",
     "FrozenConfigError",
     "Interrupted",
     "InvalidJobError",
+    "IterableJob",
     "Job",
     "PluginError",
     "RedisConnectionError",

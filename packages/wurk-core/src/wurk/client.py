@@ -145,6 +145,17 @@ class Client:
         pool = self._pool_for(item)
         return self.push_normalized(self.normalize_item(item), pool, origin=origin)
 
+    def cancel(self, jid: str) -> int:
+        """Cancel the iterable job ``jid``, running or not yet started: it
+        stops before its next iteration once it sees the mark (within one
+        checkpoint interval, five seconds). Returns the cancellation's epoch
+        seconds, the first one's if the job was already cancelled."""
+        from wurk.iterable import state
+
+        if not isinstance(jid, str) or not jid:
+            raise ValueError(f"cancel needs a job's jid, got {jid!r}")
+        return state.cancel(self.redis_pool, jid)
+
     def push_normalized(self, normed: Payload, pool: RedisPool, *, origin: str = PUSH) -> str | None:
         """Run an already normalised job through the chain and write it."""
         pushed = self._through_chain(normed, pool)

@@ -85,3 +85,8 @@ class Interrupted(WurkError):
     """Raised by a job that stops early on purpose (an iterable job at a
     checkpoint, a cooperative cancel): its job goes back to the front of its
     queue unchanged, with no retry booked."""
+
+
+class CursorError(WurkError, TypeError):
+    """An iterable job's cursor cannot be checkpointed: it does not come back
+    from JSON as itself, so a resumed run would start from the wrong place."""

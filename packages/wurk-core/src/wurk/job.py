@@ -207,6 +207,15 @@ class Job:
     def perform(self, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__qualname__} must define perform()")
 
+    def interrupted(self) -> bool:
+        """True once the worker running this job is stopping (quiet or
+        shutdown): a long job checks it at safe points and raises
+        :class:`~wurk.errors.Interrupted` to go back to its queue, rather than
+        be cut off at the shutdown deadline. Always false outside a worker."""
+        from wurk.server_middleware import stopping
+
+        return stopping()
+
     # -- options --------------------------------------------------------------
 
     @classmethod

@@ -28,7 +28,7 @@ from wurk import payload as wire
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.retry import Handled, Skip
-from wurk.server_middleware import current_job, current_jobstr
+from wurk.server_middleware import current_job, current_jobstr, current_stopping
 
 if TYPE_CHECKING:
     from wurk.fetch import UnitOfWork
@@ -106,6 +106,11 @@ class Processor:
         """Stop after the current job (quiet)."""
         self._done = True
 
+    def stopping(self) -> bool:
+        """Whether this thread has been told to stop (quiet or shutdown); the
+        running job reads it through :func:`wurk.server_middleware.stopping`."""
+        return self._done
+
     def interrupt(self) -> None:
         """At shutdown, once the fetcher has given this thread's job back:
         tell the outcome ``interrupted`` now, from the stopping thread, since
@@ -177,6 +182,7 @@ class Processor:
         jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
         current_jobstr.set(jobstr)
         current_job.set(job)
+        current_stopping.set(self.stopping)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})
         if self._listening:
@@ -268,5 +274,11 @@ class Processor:
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)
         if result is not None and inspect.isawaitable(result):
-            return self.manager.loop.run(result)
+            return self.manager.loop.run(self._flagged(result))
         return result
+
+    async def _flagged(self, awaitable: Any) -> Any:
+        """``awaitable`` in a task that sees this thread's stopping flag (the
+        loop's tasks do not inherit this thread's context)."""
+        current_stopping.set(self.stopping)
+        return await awaitable

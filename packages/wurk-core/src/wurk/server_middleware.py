@@ -30,6 +30,17 @@ current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", defau
 #: alike: core puts only ``jid`` on a job instance, so a plugin's mixin reads
 #: the other fields it owns from here.
 current_job: ContextVar[dict[str, Any] | None] = ContextVar("wurk_current_job", default=None)
+#: Whether the processor running the job in this context is stopping (quiet,
+#: or a shutdown under way): a long job polls it to give its work back at a
+#: safe point instead of being cut off at the deadline. Unset (inline runs,
+#: tests) it reads as never stopping.
+current_stopping: ContextVar[Callable[[], bool] | None] = ContextVar("wurk_current_stopping", default=None)
+
+
+def stopping() -> bool:
+    """True once the processor running this job has been told to stop."""
+    poll = current_stopping.get()
+    return poll is not None and poll()
 
 
 class InterruptHandler(ServerMiddleware):
@@ -62,4 +73,4 @@ class Expiry(ServerMiddleware):
         return None
 
 
-__all__ = ["Expiry", "InterruptHandler", "current_job", "current_jobstr"]
+__all__ = ["Expiry", "InterruptHandler", "current_job", "current_jobstr", "current_stopping", "stopping"]

@@ -13,6 +13,7 @@ and ``pool=`` (another Redis, say a second shard).
 from wurk.api.dead import DeadSet
 from wurk.api.deploy import Deploy
 from wurk.api.entry import SortedEntry
+from wurk.api.iterable import IterableJobQuery
 from wurk.api.processes import Process, ProcessSet, Work, WorkSet
 from wurk.api.queue import Queue
 from wurk.api.record import IterableState, JobRecord
@@ -24,6 +25,7 @@ __all__ = [
     "DeadSet",
     "Deploy",
     "History",
+    "IterableJobQuery",
     "IterableState",
     "JobRecord",
     "JobSet",

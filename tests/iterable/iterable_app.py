@@ -1,0 +1,150 @@
+"""The application the iterable-job tests run on real ``wurk`` workers.
+
+Every job leaves its evidence in Redis: each iteration sets the item's bit in
+the ``seen`` bitmap and counts one ``calls`` (one round trip, so the per-item
+work stays tiny), and each callback appends its name to ``events``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import threading
+import time
+from typing import Any
+
+import redis
+
+import wurk
+
+_local = threading.local()
+
+
+def evidence() -> redis.Redis:
+    conn = getattr(_local, "conn", None)
+    if conn is None:
+        conn = _local.conn = redis.Redis.from_url(os.environ["REDIS_URL"])
+    return conn
+
+
+@wurk.configure_server
+def tune(config: wurk.Config) -> None:
+    config["poll_interval_average"] = float(os.environ.get("TEST_POLL_INTERVAL", "0.2"))
+    config["heartbeat_interval"] = float(os.environ.get("TEST_HEARTBEAT_INTERVAL", "0.5"))
+
+
+class Recorded(wurk.IterableJob):
+    """Callbacks append their names to ``events``; iterations mark ``seen``."""
+
+    def mark(self, index: int) -> None:
+        pipe = evidence().pipeline(transaction=False)
+        pipe.setbit("seen", index, 1)
+        pipe.incr("calls")
+        pipe.execute()
+
+    def on_start(self) -> None:
+        evidence().rpush("events", "on_start")
+
+    def on_resume(self) -> None:
+        evidence().rpush("events", "on_resume")
+
+    def on_stop(self) -> None:
+        evidence().rpush("events", "on_stop")
+
+    def on_cancel(self) -> None:
+        evidence().rpush("events", "on_cancel")
+
+    def on_complete(self) -> None:
+        evidence().rpush("events", "on_complete")
+
+
+class Walk(Recorded):
+    """``count`` items of an array, each marked once per run of it (and, with
+    a ``pause``, a sleep that keeps the pace steady on a fast machine)."""
+
+    def build_enumerator(self, count: int, pause: float, cursor: Any) -> Any:
+        return self.array_enumerator(list(range(count)), cursor=cursor)
+
+    def each_iteration(self, item: int, count: int, pause: float) -> None:
+        self.mark(item)
+        if pause:
+            time.sleep(pause)
+
+
+class Endless(Recorded):
+    """Runs until cancelled; each iteration takes ``pause`` seconds."""
+
+    def build_enumerator(self, pause: float, cursor: Any) -> Any:
+        return ((n, n) for n in itertools.count(cursor or 0))
+
+    def each_iteration(self, item: int, pause: float) -> None:
+        self.mark(item)
+        evidence().set("last-iteration", time.time())
+        time.sleep(pause)
+
+
+class FailsOnce(Recorded, retry=3):
+    """Fails at item ``bad`` on its first run, after a checkpoint; the retry
+    resumes from that checkpoint under the same jid."""
+
+    @classmethod
+    def retry_in(cls, count: int, exc: BaseException, job: dict[str, Any]) -> int:
+        return 1
+
+    def build_enumerator(self, count: int, bad: int, cursor: Any) -> Any:
+        evidence().rpush("runs", f"{self.jid}:{cursor}")
+        return self.array_enumerator(list(range(count)), cursor=cursor)
+
+    def each_iteration(self, item: int, count: int, bad: int) -> None:
+        self.mark(item)
+        if item == bad and evidence().set("failed-once", 1, nx=True):
+            raise RuntimeError(f"item {item} failed")
+        time.sleep(0.002)
+
+
+class Cooperative(Recorded):
+    """One long iteration that bails out itself once the worker stops."""
+
+    def build_enumerator(self, cursor: Any) -> Any:
+        return self.array_enumerator([0, 1], cursor=cursor)
+
+    def each_iteration(self, item: int) -> None:
+        self.mark(item)
+        if item == 0 and not evidence().exists("bailed"):
+            evidence().rpush("events", "in-long-iteration")
+            while True:
+                if self.interrupted():
+                    evidence().set("bailed", 1)
+                    evidence().rpush("events", "bailing-out")
+                    raise wurk.Interrupted()
+                time.sleep(0.01)
+
+
+class Stuck(Recorded):
+    """Walks ``count`` items quickly, then sticks in item ``stuck`` (on its
+    first run only) far past any shutdown timeout."""
+
+    def build_enumerator(self, count: int, stuck: int, cursor: Any) -> Any:
+        evidence().rpush("runs", f"{self.jid}:{cursor}")
+        return self.array_enumerator(list(range(count)), cursor=cursor)
+
+    def each_iteration(self, item: int, count: int, stuck: int) -> None:
+        self.mark(item)
+        if item == stuck and evidence().set("stuck-once", 1, nx=True):
+            evidence().rpush("events", "stuck")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                time.sleep(0.05)
+        time.sleep(0.001)
+
+
+class AsyncPatient(wurk.Job):
+    """A plain ``async def perform`` that waits for its worker to stop."""
+
+    async def perform(self) -> None:
+        evidence().rpush("events", "async-started")
+        while not self.interrupted():
+            await asyncio.sleep(0.01)
+        evidence().rpush("events", "async-saw-stop")
+        raise wurk.Interrupted()
