@@ -81,6 +81,8 @@ def profile_job(config: Config, job: Mapping[str, Any], run: Callable[[], T]) ->
         config.logger.warning("profile %r skipped: another job is being profiled in this process", job.get("profile"))
         return run()
     profiler = cProfile.Profile()
+    started_at = time.time()
+    began = time.perf_counter()
     try:
         profiler.enable()
     except ValueError as exc:  # another profiling tool holds the interpreter's slot
@@ -88,8 +90,6 @@ def profile_job(config: Config, job: Mapping[str, Any], run: Callable[[], T]) ->
         config.logger.warning("profile %r skipped: %s", job.get("profile"), exc)
         return run()
     try:
-        started_at = time.time()
-        began = time.perf_counter()
         try:
             result = run()
         finally:

@@ -137,6 +137,10 @@ def _size(size: int) -> str:
     return f"{size / 1024:,.1f} KB" if size >= 1024 else f"{size} B"
 
 
+def _seconds(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms" if seconds < 1 else f"{seconds:,.3f} s"
+
+
 def _row(record: ProfileRecord, read_only: bool) -> str:
     key = _e(record.key)
     href = f"profiles/entry?key={_e(_quote(record.key))}"
@@ -146,7 +150,7 @@ def _row(record: ProfileRecord, read_only: bool) -> str:
     return (
         f"<tr><td>{_time(record.started_at)}</td><td>{_e(record.type)}{kind}</td>"
         f'<td><a href="{href}">{_e(record.jid)}</a></td><td>{_e(record.token)}</td>'
-        f'<td class="num">{_e(_size(record.size))}</td><td class="num">{record.elapsed:.3f} s</td>'
+        f'<td class="num">{_e(_size(record.size))}</td><td class="num">{_seconds(record.elapsed)}</td>'
         f'<td class="actions"><a href="{href}">View</a> <a href="{download}" download>Download</a>{delete}</td></tr>'
     )
 
@@ -180,7 +184,7 @@ def render_detail(request: DashboardRequest) -> str:
         ("JID", _e(record.jid)),
         ("Who asked", _e(record.token)),
         ("Started", _time(record.started_at)),
-        ("Elapsed", f"{record.elapsed:.3f} s"),
+        ("Elapsed", _seconds(record.elapsed)),
         ("Size", _e(_size(record.size))),
         ("Expires", _time(record.expires_at)),
     ]
