@@ -25,7 +25,6 @@ from urllib.parse import quote
 from starlette.responses import Response
 
 from wurk.api import ProfileRecord, ProfileSet
-from wurk.profiler import Timing
 from wurk.web import WebError
 from wurk_web.registry import Dashboard
 from wurk_web.request import DashboardRequest
@@ -77,8 +76,9 @@ def summary(record: ProfileRecord) -> dict[str, Any]:
     }
 
 
-def _timing(row: Timing) -> dict[str, Any]:
-    return row._asdict()
+def _timing(row: Any) -> dict[str, Any]:
+    """A :class:`wurk.profiler.Timing` as JSON (it is a named tuple)."""
+    return dict(row._asdict())
 
 
 # -- JSON routes ---------------------------------------------------------------------
@@ -200,7 +200,7 @@ def render_detail(request: DashboardRequest) -> str:
     return f"{head}{_functions(record.top(top))}</div>{SCRIPT}"
 
 
-def _functions(rows: list[Timing]) -> str:
+def _functions(rows: list[Any]) -> str:
     heads = "".join(
         f'<th scope="col">{name}</th>' for name in ("#", "Function", "Calls", "Own time", "Cumulative time")
     )
@@ -214,7 +214,7 @@ def _functions(rows: list[Timing]) -> str:
     return f'<div class="table-wrap"><table>{caption}<thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _calls(row: Timing) -> str:
+def _calls(row: Any) -> str:
     # pstats' own notation: "total/primitive" when the function recursed.
     return f"{row.calls}" if row.calls == row.primitive_calls else f"{row.calls}/{row.primitive_calls}"
 
