@@ -4,6 +4,7 @@ one profile's top functions, a deletion. Screenshots under
 
 from __future__ import annotations
 
+import pstats
 from collections.abc import Iterator
 
 import pytest
@@ -61,6 +62,12 @@ def test_the_list_a_profile_and_a_deletion(site, redis):
     assert "(fibonacci)" in page.inner_text("main")
     assert "alice" in page.inner_text("dl.fields")
     page.screenshot(path=str(ARTIFACTS / "profile.png"), full_page=True)
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download").click()
+    saved = download.value
+    assert saved.suggested_filename == "alice-" + "a" * 24 + ".prof"
+    # The browser saved it unpacked: the .prof file pstats opens.
+    assert pstats.Stats(str(saved.path())).total_calls > 1973  # type: ignore[attr-defined]
 
     page.goto(url + "/profiles")
     page.wait_for_selector(".profiles[data-ready]")
