@@ -13,6 +13,7 @@ from wurk.hookspecs import hookimpl
 if TYPE_CHECKING:
     from wurk.component import ComponentRegistry
     from wurk.middleware import Chain
+    from wurk.options import OptionRegistry
     from wurk.runtime import Runtime
     from wurk.scripts import ScriptRegistry
     from wurk.settings import SettingRegistry
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 @hookimpl
 def wurk_register_scripts(scripts: ScriptRegistry) -> None:
     scripts.register_package("wurk", namespace="core")
+
+
+@hookimpl
+def wurk_register_options(options: OptionRegistry) -> None:
+    from wurk.profiler import check_token
+
+    options.add("profile", "wurk-core", coerce=check_token)
 
 
 @hookimpl

@@ -67,3 +67,14 @@ def promote_lock(sorted_set: str) -> str:
     """STRING lock (a random token, with a lease) held by the one process
     promoting ``sorted_set`` through the client middleware."""
     return f"promote-lock:{sorted_set}"
+
+
+#: ZSET of stored job profiles, member = the profile's hash key, score = the
+#: time it expires (epoch seconds), so listing drops lapsed members by score.
+PROFILES = "profiles"
+
+
+def profile(token: str, jid: str) -> str:
+    """HASH of one job's profile (``alice-<jid>``): who asked, the job, the
+    timings and the data; it expires with its ``profiles`` entry."""
+    return f"{token}-{jid}"

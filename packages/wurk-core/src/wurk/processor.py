@@ -1,7 +1,8 @@
 """A processor: one thread that fetches a job, runs it, and acknowledges it.
 
 Each job goes through the dispatch onion, outermost first: the job logger,
-the global retry guard, stats, the reloader, instantiation, the local retry
+the global retry guard, stats, the profiler (for a job pushed with
+``profile``, see :mod:`wurk.profiler`), the reloader, instantiation, the local retry
 guard, the server middleware chain, and ``perform``. The one acknowledgement
 decision is made here: a job is acknowledged when it succeeded or when the
 retry layer booked its failure (:class:`~wurk.retry.Handled`); on a shutdown
@@ -27,6 +28,7 @@ from wurk import outcomes
 from wurk import payload as wire
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
+from wurk.profiler import profile_job
 from wurk.retry import Handled, Skip
 from wurk.server_middleware import current_job, current_jobstr, current_stopping
 
@@ -249,6 +251,8 @@ class Processor:
         failed = False
         started = time.monotonic()
         try:
+            if job.get("profile"):
+                return profile_job(self.config, job, lambda: self._reload_and_run(job, queue))
             return self.config["reloader"](lambda: self._instantiate_and_run(job, queue))
         except (Skip, Shutdown):
             raise
@@ -259,6 +263,9 @@ class Processor:
             work.pop(me, None)
             self.manager.stats.count(failed=failed)
             self.manager.job_finished(time.monotonic() - started)
+
+    def _reload_and_run(self, job: dict[str, Any], queue: str) -> Any:
+        return self.config["reloader"](lambda: self._instantiate_and_run(job, queue))
 
     def _instantiate_and_run(self, job: dict[str, Any], queue: str) -> Any:
         job_class = self.manager.resolve(job["class"])

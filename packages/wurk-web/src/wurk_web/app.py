@@ -90,6 +90,8 @@ def api_endpoint(settings: Settings, api: Api) -> Callable[[Request], Any]:
         except redis.RedisError as exc:
             log.warning("dashboard: %s %s failed on Redis: %s", request.method, request.url.path, exc)
             return JSONResponse({"error": f"Redis is unavailable: {exc}"}, status_code=503)
+        if isinstance(result, Response):  # a download (a profile's data), sent as the handler built it
+            return result
         return JSONResponse(result, headers={"cache-control": "no-store"})
 
     return endpoint

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from wurk_web.registry import Dashboard
 from wurk_web.request import DashboardRequest
-from wurk_web.views import insight, overview, queues, sets
+from wurk_web.views import insight, overview, profiles, queues, sets
 
 STATIC = Path(__file__).parent / "static"
 
@@ -75,3 +75,4 @@ def register(app: Dashboard) -> None:
     app.add_api("/api/metrics", insight.metrics)
     app.add_api("/api/metrics/{klass}", insight.job_metrics)
     app.add_api("/api/search", insight.search)
+    profiles.register(app)

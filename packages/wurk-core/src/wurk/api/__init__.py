@@ -2,7 +2,7 @@
 
 A shell, an admin view, a health check or a maintenance script uses these
 classes to look at queues, scheduled jobs, retries, dead jobs, processes and
-counters, and to act on them (retry, kill, delete, pause). Workers never use
+counters and stored job profiles, and to act on them (retry, kill, delete, pause). Workers never use
 this API; it reads and writes the same keys they do, in Sidekiq's layout, so
 it works on jobs written by Ruby Sidekiq as well.
 
@@ -15,6 +15,7 @@ from wurk.api.deploy import Deploy
 from wurk.api.entry import SortedEntry
 from wurk.api.iterable import IterableJobQuery
 from wurk.api.processes import Process, ProcessSet, Work, WorkSet
+from wurk.api.profiles import ProfileRecord, ProfileSet
 from wurk.api.queue import Queue
 from wurk.api.record import IterableState, JobRecord
 from wurk.api.search import Search
@@ -31,6 +32,8 @@ __all__ = [
     "JobSet",
     "Process",
     "ProcessSet",
+    "ProfileRecord",
+    "ProfileSet",
     "Queue",
     "QueueSummary",
     "RetrySet",
