@@ -122,8 +122,9 @@ class Cooperative(Recorded):
 
 
 class Stuck(Recorded):
-    """Walks ``count`` items quickly, then sticks in item ``stuck`` (on its
-    first run only) far past any shutdown timeout."""
+    """Walks ``count`` items quickly, then sticks in an item from ``stuck`` on,
+    once a checkpoint is saved (on its first run only), far past any shutdown
+    timeout."""
 
     def build_enumerator(self, count: int, stuck: int, cursor: Any) -> Any:
         evidence().rpush("runs", f"{self.jid}:{cursor}")
@@ -131,7 +132,10 @@ class Stuck(Recorded):
 
     def each_iteration(self, item: int, count: int, stuck: int) -> None:
         self.mark(item)
-        if item == stuck and evidence().set("stuck-once", 1, nx=True):
+        # Stuck at ``stuck`` or, on a slow machine, at the first item after
+        # the first checkpoint, so that there is one to resume from.
+        past = item >= stuck and evidence().hexists(f"it-{self.jid}", "c")
+        if past and evidence().set("stuck-once", 1, nx=True):
             evidence().rpush("events", "stuck")
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
