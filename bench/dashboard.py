@@ -10,8 +10,9 @@ port and filled through pipelines: ``--dead`` payloads in the dead set (each
 at its own score, as deaths are), a thousand in the retry and scheduled sets,
 ``--queues`` queues of 100 jobs each, ``--batches`` batches (each a hash in
 the ``batches`` sorted set, a tenth of them dead), ``--limiters`` window
-limiters in ``lmtr-list`` and 50 cron loops. Then the dashboard is served by uvicorn
-in this process and each route is requested ``--rounds`` times over HTTP;
+limiters in ``lmtr-list`` and 50 cron loops. Then the dashboard is served by
+``wurk web``, in a process of its own as a user runs it, and each route is
+requested ``--rounds`` times over HTTP;
 the table shows the median and the slowest answer per route, and the
 server's memory before and after, to show no route loaded a whole set.
 The target is every route under 200 ms.
@@ -21,9 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -32,10 +38,7 @@ import redis as redis_py
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import wurk  # noqa: E402
-import wurk_web  # noqa: E402
-from tests.helpers import new_server  # noqa: E402
-from tests.web.live import serving  # noqa: E402
+from tests.helpers import new_server, wait_for  # noqa: E402
 
 BASE = 1_700_000_000.0
 
@@ -128,9 +131,7 @@ def main() -> None:
         took = time.monotonic() - started
         print(f"filled in {took:.1f} s: dead={client.zcard('dead')} queues={client.scard('queues')}")
         memory_before = client.info("memory")["used_memory"]
-        config = wurk.Config()
-        config.redis = {"url": server.url}
-        with serving(wurk_web.create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as http:
+        with wurk_web_serving(server.url) as url, httpx.Client(base_url=url, timeout=30) as http:
             print(f"{'route':58} {'median ms':>10} {'max ms':>8}")
             worst = 0.0
             for route in routes(http):
@@ -144,9 +145,32 @@ def main() -> None:
         memory_after = client.info("memory")["used_memory"]
         print(f"slowest median: {worst:.1f} ms (target < 200 ms)")
         print(f"server memory: {memory_before / 2**20:.0f} MiB before, {memory_after / 2**20:.0f} MiB after")
-        config.reset_redis_pools()
     finally:
         server.stop()
+
+
+@contextmanager
+def wurk_web_serving(redis_url: str) -> Iterator[str]:
+    """``wurk web`` on a free loopback port, pointed at ``redis_url``; its base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [str(Path(sys.executable).parent / "wurk"), "web", "--host", "127.0.0.1", "--port", str(port)]
+    web = subprocess.Popen(command, env={**os.environ, "REDIS_URL": redis_url}, stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+
+    def answering() -> bool:
+        try:
+            return httpx.get(f"{url}/api/stats", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answering, timeout=30)
+        yield url
+    finally:
+        web.terminate()
+        web.wait(10)
 
 
 if __name__ == "__main__":
