@@ -68,7 +68,7 @@ def test_pages_are_newest_first_and_stable(config, redis):
     third, cursor = profiles.page(limit=3, cursor=cursor)
     assert [r.jid[-1] for r in third] == ["0"]
     assert cursor is None
-    with pytest.raises(ValueError, match="not a profiles cursor"):
+    with pytest.raises(ValueError, match="not a page cursor"):
         profiles.page(cursor="soon")
     with pytest.raises(ValueError, match="limit"):
         profiles.page(limit=0)

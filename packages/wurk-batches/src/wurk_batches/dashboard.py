@@ -23,9 +23,10 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from wurk.api import JobRecord, Search
+from wurk.api.paging import page_by_score
 from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
 from wurk.web import WebError, WebRegistry, WebRequest
 from wurk_batches import keys
@@ -81,36 +82,13 @@ def redact(value: Any) -> Any:
 # -- the list -------------------------------------------------------------------------
 
 
-def parse_cursor(cursor: str) -> tuple[float, int]:
-    score, _, seen = cursor.rpartition(":")
-    try:
-        return float(score), max(0, int(seen))
-    except ValueError:
-        raise WebError(400, f"not a cursor: {cursor!r}") from None
-
-
 def read_page(config: Config, key: str, cursor: str | None, limit: int) -> tuple[list[tuple[str, float]], str | None]:
     """Up to ``limit`` bids after ``cursor``, newest first, and the next cursor."""
-    previous = parse_cursor(cursor) if cursor else None
-    top: float | str = "+inf" if previous is None else previous[0]
-    skip = 0 if previous is None else previous[1]
-    rows = cast(
-        list[tuple[bytes, float]],
-        config.redis_pool.execute(
-            lambda conn: conn.zrange(
-                key, top, "-inf", desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True
-            )
-        ),
-    )
-    more = len(rows) > limit
-    page = [(_text(bid), float(score)) for bid, score in rows[:limit]]
-    if not more:
-        return page, None
-    last = page[-1][1]
-    seen = sum(1 for _bid, score in page if score == last)
-    if previous is not None and previous[0] == last:
-        seen += previous[1]  # the whole page sat at the cursor's score
-    return page, f"{last!r}:{seen}"
+    try:
+        rows, after = config.redis_pool.execute(lambda conn: page_by_score(conn, key, cursor, limit))
+    except ValueError as exc:
+        raise WebError(400, str(exc)) from None
+    return [(_text(bid), float(score)) for bid, score in rows], after
 
 
 def summary(status: Status, complete: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import keys
 from wurk.api._base import PAGE_SIZE, RedisAccess, as_int, text
+from wurk.api.paging import page_by_score
 from wurk.profiler import FORMAT, Timing, decode, top_functions
 
 if TYPE_CHECKING:
@@ -123,21 +124,9 @@ class ProfileSet(RedisAccess):
         a profile stored or expiring meanwhile does not shift the pages."""
         if limit < 1:
             raise ValueError(f"limit must be at least 1, got {limit}")
-        top, seen = ("+inf", 0) if cursor is None else parse_cursor(cursor)
         now = time.time()
-        entries: list[tuple[Any, float]] = self.run(
-            lambda conn: conn.zrange(  # type: ignore[arg-type, return-value]
-                keys.PROFILES, top, f"({now!r}", desc=True, byscore=True, offset=seen, num=limit, withscores=True
-            )
-        )
-        records = self._records(entries)
-        if len(entries) < limit:
-            return records, None
-        last = entries[-1][1]
-        at_last = sum(1 for _member, score in entries if score == last)
-        if cursor is not None and float(top) == last:
-            at_last += seen  # the whole page sat at the cursor's score
-        return records, f"{last!r}:{at_last}"
+        entries, after = self.run(lambda conn: page_by_score(conn, keys.PROFILES, cursor, limit, floor=f"({now!r}"))
+        return self._records(entries), after
 
     def fetch(self, key: str) -> ProfileRecord | None:
         """The profile stored under ``key`` (``"<token>-<jid>"``), or None."""
@@ -184,15 +173,6 @@ class ProfileSet(RedisAccess):
             for (member, score), values in zip(entries, found, strict=True)
             if _complete(values)
         ]
-
-
-def parse_cursor(cursor: str) -> tuple[str, int]:
-    """A page cursor as a score bound and a count; ``ValueError`` naming it otherwise."""
-    score, _, seen = str(cursor).rpartition(":")
-    try:
-        return repr(float(score)), max(0, int(seen))
-    except ValueError:
-        raise ValueError(f"not a profiles cursor: {cursor!r}") from None
 
 
 def _read_one(conn: Any, key: str) -> tuple[Any, list[Any]]:

@@ -11,9 +11,10 @@ a page, however large the set. An entry is named by the data API's id,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry
+from wurk.api.paging import page_by_score
 from wurk.web import WebError
 from wurk_web.present import entry_summary, job_detail
 from wurk_web.request import DashboardRequest
@@ -44,39 +45,13 @@ def _job_set(request: DashboardRequest) -> tuple[str, JobSet]:
     return kind, KINDS[kind][0](config=request.config, pool=request.pool)
 
 
-def parse_cursor(cursor: str) -> tuple[float, int]:
-    score, _, seen = cursor.rpartition(":")
-    try:
-        return float(score), max(0, int(seen))
-    except ValueError:
-        raise WebError(400, f"not a cursor: {cursor!r}") from None
-
-
-def next_cursor(rows: list[tuple[Any, float]], previous: tuple[float, int] | None) -> str:
-    last = rows[-1][1]
-    seen = sum(1 for _member, score in rows if score == last)
-    if previous is not None and previous[0] == last:
-        seen += previous[1]  # the whole page sat at the cursor's score
-    return f"{last!r}:{seen}"
-
-
 def read_page(job_set: JobSet, cursor: str | None, limit: int) -> tuple[list[SortedEntry], str | None]:
     """Up to ``limit`` entries after ``cursor``, highest score first, and the next cursor."""
-    previous = parse_cursor(cursor) if cursor else None
-    top: float | str = "+inf" if previous is None else previous[0]
-    skip = 0 if previous is None else previous[1]
-    rows = cast(
-        list[tuple[bytes, float]],
-        job_set.run(
-            lambda conn: conn.zrange(
-                job_set.name, top, "-inf", desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True
-            )
-        ),
-    )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    entries = [SortedEntry(job_set, score, member) for member, score in rows]
-    return entries, (next_cursor(rows, previous) if more else None)
+    try:
+        rows, after = job_set.run(lambda conn: page_by_score(conn, job_set.name, cursor, limit))
+    except ValueError as exc:
+        raise WebError(400, str(exc)) from None
+    return [SortedEntry(job_set, score, member) for member, score in rows], after
 
 
 def list_entries(request: DashboardRequest) -> dict[str, Any]:
