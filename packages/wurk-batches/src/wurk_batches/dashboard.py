@@ -20,7 +20,6 @@ batch has no dashboard action: its state moves only as its jobs run.
 
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from wurk.api import JobRecord, Search
 from wurk.api.paging import page_by_score
 from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
-from wurk.web import WebError, WebRegistry, WebRequest
+from wurk.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_batches import keys
 from wurk_batches.status import Status
 
@@ -49,20 +48,11 @@ SCAN_STEPS = 20
 
 def register(app: WebRegistry) -> None:
     """The pages, their routes and their script."""
-    app.add_page("/batches", "Batches", render_list, scripts=SCRIPTS)
-    app.add_page("/batches/{bid}", "Batch", render_detail, nav=False, scripts=SCRIPTS)
+    app.add_page("/batches", "Batches", script_view("batches"), scripts=SCRIPTS)
+    app.add_page("/batches/{bid}", "Batch", script_view("batch"), nav=False, scripts=SCRIPTS)
     app.add_api("/api/batches", list_batches)
     app.add_api("/api/batches/{bid}", batch_detail)
     app.add_static("/static/batches", STATIC)
-
-
-def render_list(request: WebRequest) -> str:
-    return '<div class="view" data-view="batches"><p class="loading">Loading…</p></div>'
-
-
-def render_detail(request: WebRequest) -> str:
-    bid = html.escape(request.path_params["bid"])
-    return f'<div class="view" data-view="batch" data-param-bid="{bid}"><p class="loading">Loading…</p></div>'
 
 
 def _text(value: Any) -> str:

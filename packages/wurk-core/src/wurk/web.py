@@ -37,6 +37,7 @@ request check, so a plugin never re-implements them.
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -120,4 +121,22 @@ class WebRegistry(Protocol):
         ...
 
 
-__all__ = ["WebError", "WebRegistry", "WebRequest"]
+def script_view(name: str) -> Callable[[WebRequest], str]:
+    """A page body the browser draws: the shell the dashboard's script fills
+    as the view ``name`` (``window.WurkDashboard.view(name, draw)``), with the
+    page's path parameters as escaped ``data-param-*`` attributes. One shell
+    for the dashboard's own pages and every plugin's, so they keep one
+    contract with the script."""
+
+    def render(request: WebRequest) -> str:
+        params = "".join(
+            f' data-param-{html.escape(key)}="{html.escape(value)}"'
+            for key, value in sorted(request.path_params.items())
+        )
+        return f'<div class="view" data-view="{html.escape(name)}"{params}><p class="loading">Loading…</p></div>'
+
+    render.__name__ = f"render_{name.replace('-', '_')}"
+    return render
+
+
+__all__ = ["WebError", "WebRegistry", "WebRequest", "script_view"]

@@ -18,13 +18,12 @@ with ``SSCAN`` (a registry of a few dozen loops comes back in one page).
 
 from __future__ import annotations
 
-import html
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
-from wurk.web import WebError, WebRegistry, WebRequest
+from wurk.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_cron import keys
 from wurk_cron.firing import enqueue_now, history, pause, unpause
 from wurk_cron.loop import Loop
@@ -46,8 +45,8 @@ POST = ("POST",)
 
 def register(app: WebRegistry) -> None:
     """The pages, their routes and their script."""
-    app.add_page("/cron", "Cron", render_list, scripts=SCRIPTS)
-    app.add_page("/cron/{lid}", "Periodic job", render_detail, nav=False, scripts=SCRIPTS)
+    app.add_page("/cron", "Cron", script_view("cron"), scripts=SCRIPTS)
+    app.add_page("/cron/{lid}", "Periodic job", script_view("cron-loop"), nav=False, scripts=SCRIPTS)
     app.add_api("/api/cron", list_loops)
     app.add_api("/api/cron/{lid}", loop_detail)
     app.add_api("/api/cron/{lid}/history", loop_history)
@@ -55,15 +54,6 @@ def register(app: WebRegistry) -> None:
     app.add_api("/api/cron/{lid}/unpause", unpause_loop, POST)
     app.add_api("/api/cron/{lid}/enqueue", enqueue_loop, POST)
     app.add_static("/static/cron", STATIC)
-
-
-def render_list(request: WebRequest) -> str:
-    return '<div class="view" data-view="cron"><p class="loading">Loading…</p></div>'
-
-
-def render_detail(request: WebRequest) -> str:
-    lid = html.escape(request.path_params["lid"])
-    return f'<div class="view" data-view="cron-loop" data-param-lid="{lid}"><p class="loading">Loading…</p></div>'
 
 
 def redact(value: Any) -> Any:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wurk.web import WebError, WebRegistry, WebRequest
+from wurk.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_limiter import keys
 from wurk_limiter.concurrent import COUNTERS, Concurrent
 from wurk_limiter.counting import Bucket, Window
@@ -54,14 +54,10 @@ TYPES: dict[str, tuple[Callable[..., Limiter], tuple[str, ...], tuple[str, ...]]
 
 def register(app: WebRegistry) -> None:
     """The page, its routes and its script."""
-    app.add_page("/limiters", "Limiters", render, scripts=("/static/limiters/limiters.js",))
+    app.add_page("/limiters", "Limiters", script_view("limiters"), scripts=("/static/limiters/limiters.js",))
     app.add_api("/api/limiters", list_limiters)
     app.add_api("/api/limiters/{name}/reset", reset_limiter, methods=("POST",))
     app.add_static("/static/limiters", STATIC)
-
-
-def render(request: WebRequest) -> str:
-    return '<div class="view" data-view="limiters"><p class="loading">Loading…</p></div>'
 
 
 def _text(value: Any) -> str:

@@ -8,12 +8,10 @@ reaches the page as text, never as markup.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable
 from pathlib import Path
 
+from wurk.web import script_view
 from wurk_web.registry import Dashboard
-from wurk_web.request import DashboardRequest
 from wurk_web.views import insight, overview, profiles, queues, sets
 
 STATIC = Path(__file__).parent / "static"
@@ -38,24 +36,10 @@ PAGES = [
 POST = ("POST",)
 
 
-def view(name: str) -> Callable[[DashboardRequest], str]:
-    """A page body that the dashboard's script renders as the view ``name``."""
-
-    def render(request: DashboardRequest) -> str:
-        params = "".join(
-            f' data-param-{html.escape(key)}="{html.escape(value)}"'
-            for key, value in sorted(request.path_params.items())
-        )
-        return f'<div class="view" data-view="{html.escape(name)}"{params}><p class="loading">Loading…</p></div>'
-
-    render.__name__ = f"render_{name.replace('-', '_')}"
-    return render
-
-
 def register(app: Dashboard) -> None:
     """Every page and route of the dashboard itself."""
     for path, title, name, nav in PAGES:
-        app.add_page(path, title, view(name), nav=nav)
+        app.add_page(path, title, script_view(name), nav=nav)
     app.add_api("/api/stats", overview.stats_snapshot)
     app.add_api("/api/stats/history", overview.stats_history)
     app.add_api("/api/stats/gauges", overview.stats_gauges)
