@@ -12,7 +12,7 @@ import pytest
 import wurk
 import wurk_web
 from tests.batches.jobs import Done, Row
-from tests.web.live import client_for
+from tests.web.live import client_for, client_without
 from wurk.api import RetrySet
 from wurk_batches import Batch, Status
 from wurk_batches.books import Books
@@ -133,13 +133,7 @@ def test_the_pages_escape_the_bid_and_load_their_script(config, web):
 
 
 def test_without_the_plugin_there_are_no_batch_pages(redis_url, monkeypatch):
-    monkeypatch.setenv("WURK_DISABLE_PLUGINS", "batches")
-    config = wurk.Config()
-    config.redis = {"url": redis_url}
-    try:
-        with client_for(wurk_web.create_app(config)) as client:
-            assert client.get("/batches").status_code == 404
-            assert client.get("/api/batches").status_code == 404
-            assert "Batches" not in client.get("/").text
-    finally:
-        config.reset_redis_pools()
+    with client_without("batches", redis_url, monkeypatch) as client:
+        assert client.get("/batches").status_code == 404
+        assert client.get("/api/batches").status_code == 404
+        assert "Batches" not in client.get("/").text

@@ -13,7 +13,7 @@ import pytest
 import wurk
 import wurk_cron
 import wurk_web
-from tests.web.live import client_for
+from tests.web.live import client_for, client_without
 from wurk_cron import Manager
 
 XSS = "<script>window.__pwned = 1</script>"
@@ -109,13 +109,7 @@ def test_actions_are_refused_cross_site_and_in_read_only_mode(config, redis, web
 
 
 def test_without_the_plugin_there_is_no_cron_page(redis_url, monkeypatch):
-    monkeypatch.setenv("WURK_DISABLE_PLUGINS", "cron")
-    config = wurk.Config()
-    config.redis = {"url": redis_url}
-    try:
-        with client_for(wurk_web.create_app(config)) as client:
-            assert client.get("/cron").status_code == 404
-            assert client.get("/api/cron").status_code == 404
-            assert '<a href="cron">' not in client.get("/").text
-    finally:
-        config.reset_redis_pools()
+    with client_without("cron", redis_url, monkeypatch) as client:
+        assert client.get("/cron").status_code == 404
+        assert client.get("/api/cron").status_code == 404
+        assert '<a href="cron">' not in client.get("/").text

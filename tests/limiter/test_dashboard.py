@@ -11,7 +11,7 @@ import pytest
 import wurk
 import wurk_web
 from tests.limiter.conftest import CAPACITY, MAKERS, call_kwargs
-from tests.web.live import client_for
+from tests.web.live import client_for, client_without
 from wurk_limiter import Limiter
 
 
@@ -108,16 +108,10 @@ def test_reset_is_refused_cross_site_and_in_read_only_mode(config, redis, web):
 
 
 def test_without_the_plugin_there_is_no_limiters_page(redis_url, monkeypatch):
-    monkeypatch.setenv("WURK_DISABLE_PLUGINS", "limiter")
-    config = wurk.Config()
-    config.redis = {"url": redis_url}
-    try:
-        with client_for(wurk_web.create_app(config)) as client:
-            assert client.get("/limiters").status_code == 404
-            assert client.post("/api/limiters/x/reset", json={}).status_code in (404, 405)
-            assert "Limiters" not in client.get("/").text
-    finally:
-        config.reset_redis_pools()
+    with client_without("limiter", redis_url, monkeypatch) as client:
+        assert client.get("/limiters").status_code == 404
+        assert client.post("/api/limiters/x/reset", json={}).status_code in (404, 405)
+        assert "Limiters" not in client.get("/").text
 
 
 def test_the_authorization_hook_gates_the_reset(config, redis):

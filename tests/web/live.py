@@ -38,3 +38,19 @@ def client_for(app: Any) -> Iterator[httpx.Client]:
     """An HTTP client on a live server of ``app``."""
     with serving(app) as url, httpx.Client(base_url=url, timeout=10) as client:
         yield client
+
+
+@contextmanager
+def client_without(plugin: str, redis_url: str, monkeypatch: Any) -> Iterator[httpx.Client]:
+    """A client of a live dashboard on ``redis_url`` with ``plugin`` switched off."""
+    import wurk
+    import wurk_web
+
+    monkeypatch.setenv("WURK_DISABLE_PLUGINS", plugin)
+    config = wurk.Config()
+    config.redis = {"url": redis_url}
+    try:
+        with client_for(wurk_web.create_app(config)) as client:
+            yield client
+    finally:
+        config.reset_redis_pools()
