@@ -136,6 +136,9 @@ class Processor:
         return self.thread.is_alive()
 
     def run(self) -> None:
+        # Once per thread, not per job: every job this thread runs sees the
+        # same flag (an async perform's task is handed it in ``_flagged``).
+        current_stopping.set(self.stopping)
         try:
             while not self._done:
                 self.process_one()
@@ -184,7 +187,6 @@ class Processor:
         jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
         current_jobstr.set(jobstr)
         current_job.set(job)
-        current_stopping.set(self.stopping)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})
         if self._listening:
