@@ -16,6 +16,7 @@ import wurk
 from wurk import testing
 from wurk.embedded import ServerProcess
 from wurk.plugins import DISABLE_ENV
+from wurk.testing.faults import FaultProxy
 
 from .helpers import new_server, server_kind
 
@@ -71,3 +72,19 @@ def config(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[wurk.Con
         cfg.reset_redis_pools()
         testing.disable()
         testing.queues.clear_all()
+
+
+@pytest.fixture
+def fault_proxy(server: ServerProcess) -> Iterator[FaultProxy]:
+    """A proxy in front of the test server that loses replies and cuts
+    connections on demand (``wurk.testing.faults``)."""
+    with FaultProxy(server.port) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def lossy_config(config: wurk.Config, fault_proxy: FaultProxy) -> wurk.Config:
+    """The test's configuration, talking to the server through ``fault_proxy``."""
+    config.redis = {"url": fault_proxy.url()}
+    config.reset_redis_pools()
+    return config

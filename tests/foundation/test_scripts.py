@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from wurk.errors import ScriptError
 from wurk.scripts import Script, ScriptRegistry
+
+_calls = itertools.count(1)
+
+
+def pop_args(sorted_set: str, now: str) -> tuple[list[str], list[object]]:
+    """``core.zpopbyscore``'s keys and arguments for a new call (a new sequence number)."""
+    return [sorted_set, "wurk:popped:test"], [now, next(_calls), 60]
 
 
 def script_loads(redis) -> int:
@@ -21,33 +30,46 @@ def test_zpopbyscore_pops_only_due_members_one_at_a_time(config, redis):
     redis.zadd("schedule", {"a": 100.0, "b": 200.0, "c": 9e9})
     client = config.redis_pool.client
     call = config.scripts.call
-    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) == b"a"
-    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) == b"b"
-    assert call("core.zpopbyscore", client, ["schedule"], ["250.5"]) is None
+    assert call("core.zpopbyscore", client, *pop_args("schedule", "250.5")) == b"a"
+    assert call("core.zpopbyscore", client, *pop_args("schedule", "250.5")) == b"b"
+    assert call("core.zpopbyscore", client, *pop_args("schedule", "250.5")) is None
     assert redis.zrange("schedule", 0, -1) == [b"c"]
+
+
+def test_zpopbyscore_sent_again_returns_what_it_took(config, redis):
+    """A pop whose reply was lost is sent again with the same sequence
+    number: it must hand back the member it took, not take the next one."""
+    redis.zadd("schedule", {"a": 100.0, "b": 200.0})
+    client = config.redis_pool.client
+    script_keys, args = pop_args("schedule", "250")
+    assert config.scripts.call("core.zpopbyscore", client, script_keys, args) == b"a"
+    assert config.scripts.call("core.zpopbyscore", client, script_keys, args) == b"a"
+    assert redis.zrange("schedule", 0, -1) == [b"b"]
+    assert 0 < redis.ttl("wurk:popped:test") <= 60
+    assert config.scripts.call("core.zpopbyscore", client, *pop_args("schedule", "250")) == b"b"
 
 
 def test_scripts_load_once_per_pool_and_survive_script_flush(config, redis):
     client = config.redis_pool.client
     before = script_loads(redis)
     for _ in range(5):
-        config.scripts.call("core.zpopbyscore", client, ["retry"], ["1"])
+        config.scripts.call("core.zpopbyscore", client, *pop_args("retry", "1"))
     assert script_loads(redis) - before == 1
 
     redis.script_flush()  # what a restarted or failed-over server looks like
     redis.zadd("retry", {"job": 1.0})
-    assert config.scripts.call("core.zpopbyscore", client, ["retry"], ["2"]) == b"job"
+    assert config.scripts.call("core.zpopbyscore", client, *pop_args("retry", "2")) == b"job"
     assert script_loads(redis) - before == 2
 
     other = config.new_redis_pool(2, "other")
-    config.scripts.call("core.zpopbyscore", other.client, ["retry"], ["2"])
+    config.scripts.call("core.zpopbyscore", other.client, *pop_args("retry", "2"))
     assert script_loads(redis) - before == 3
 
 
 def test_pipeline_calls_load_the_script_first(config, redis):
     redis.zadd("schedule", {"x": 1.0})
     pipe = config.redis_pool.client.pipeline(transaction=False)
-    config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+    config.scripts.queue("core.zpopbyscore", pipe, *pop_args("schedule", "5"))
     pipe.get("missing")
     assert pipe.execute() == [b"x", None]
 
@@ -55,14 +77,14 @@ def test_pipeline_calls_load_the_script_first(config, redis):
 def test_a_pipeline_recovers_from_a_lost_script_cache(config, redis):
     client = config.redis_pool.client
     warm = client.pipeline(transaction=False)
-    config.scripts.queue("core.zpopbyscore", warm, ["schedule"], ["5"])
+    config.scripts.queue("core.zpopbyscore", warm, *pop_args("schedule", "5"))
     config.scripts.execute(warm)  # loaded, and remembered as loaded for this pool
     redis.script_flush()  # what a restarted or failed-over server looks like
     redis.zadd("schedule", {"x": 1.0, "y": 2.0})
     for _ in range(2):  # the call is repeated alone, and the next pipeline loads afresh
         pipe = client.pipeline(transaction=False)
         pipe.set("before", "1")
-        config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+        config.scripts.queue("core.zpopbyscore", pipe, *pop_args("schedule", "5"))
         pipe.get("before")
         replies = config.scripts.execute(pipe)
         assert replies[0] is True
@@ -74,14 +96,14 @@ def test_a_pipeline_recovers_from_a_lost_script_cache(config, redis):
 def test_a_pipeline_still_raises_other_errors(config, redis):
     redis.set("schedule", "not a sorted set")
     pipe = config.redis_pool.client.pipeline(transaction=False)
-    config.scripts.queue("core.zpopbyscore", pipe, ["schedule"], ["5"])
+    config.scripts.queue("core.zpopbyscore", pipe, *pop_args("schedule", "5"))
     with pytest.raises(Exception, match="WRONGTYPE"):
         config.scripts.execute(pipe)
 
 
 def test_wrong_key_count_is_refused_before_reaching_redis(config, redis):
-    with pytest.raises(ScriptError, match="takes 1 keys, got 2"):
-        config.scripts.call("core.zpopbyscore", config.redis_pool.client, ["a", "b"], ["1"])
+    with pytest.raises(ScriptError, match="takes 2 keys, got 3"):
+        config.scripts.call("core.zpopbyscore", config.redis_pool.client, ["a", "b", "c"], ["1"])
 
 
 def test_headers_decide_arity_and_are_required():

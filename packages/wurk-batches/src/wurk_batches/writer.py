@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import keys as core_keys
 from wurk import payload as wire
-from wurk.writers import PUSH, PushWriter, core_commands
+from wurk.writers import PUSH, PushWriter, push_core
 from wurk_batches import context
 from wurk_batches import keys as bkeys
 from wurk_batches.constants import DEFAULT_EXPIRY_SECONDS
@@ -80,8 +80,7 @@ class BatchWriter(PushWriter):
                 continue
             by_bid.setdefault(str(bid), []).append(payload)
         if plain:
-            commands = core_commands(plain)
-            pool.execute(lambda conn: pool.send(commands))
+            push_core(self.config.scripts, pool, plain)
         for bid, jobs in by_bid.items():
             push_jobs(self.config, pool, bid, jobs)
             if frame is not None and frame.bid == bid:

@@ -36,6 +36,21 @@ class RedisConnectionError(WurkError, ConnectionError):
         )
 
 
+class LostReplyError(RedisConnectionError):
+    """A write reached Redis, or may have, and its reply never came back.
+
+    Raised instead of re-sending a write that is not safe to apply twice:
+    after a connection dropped between the command and its reply (a
+    failover, a NAT timeout, a proxy restart), nobody can tell whether the
+    server applied it. The caller decides what that means for its write and
+    says so in the log; ``docs/reliability.md`` lists each write's answer.
+    """
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        super().__init__(url, cause)
+        self.args = (f"lost the reply from Redis at {url} ({self.reason}): the write may or may not have been applied",)
+
+
 def connection_failure(cause: BaseException) -> str:
     """A few words for why a connection failed, from the socket error under it.
 

@@ -78,3 +78,17 @@ def profile(token: str, jid: str) -> str:
     """HASH of one job's profile (``alice-<jid>``): who asked, the job, the
     timings and the data; it expires with its ``profiles`` entry."""
     return f"{token}-{jid}"
+
+
+def fence(token: str) -> str:
+    """STRING, the last write sequence number of one thread of one process,
+    by which a fenced script recognises its own call sent again after a lost
+    reply (``wurk.fence``); expires ten minutes after the thread's last write."""
+    return f"wurk:fence:{token}"
+
+
+def pop_receipt(token: str) -> str:
+    """STRING, the member one scheduler pop took out of ``schedule`` or
+    ``retry``, kept a minute so that the pop, sent again after a lost reply,
+    returns that member instead of taking the next (``core.zpopbyscore``)."""
+    return f"wurk:popped:{token}"

@@ -8,7 +8,13 @@ absorbed instead of failing a job:
 * ``READONLY`` / ``NOREPLICAS`` / ``UNBLOCKED`` mean a failover happened under
   us: drop the pool's connections and retry once, at once.
 * A connection error or socket timeout: drop the connections, sleep
-  ``0.5 × 2ⁿ + rand × 0.25`` seconds and retry, three attempts in all.
+  ``0.5 × 2ⁿ + rand × 0.25`` seconds and retry, three attempts in all —
+  unless the command had already gone out and the operation is a write that
+  must not be applied twice (``execute(..., once=True)``): then nobody knows
+  whether the server applied it, and :class:`wurk.errors.LostReplyError` is
+  raised at once for the caller to decide. Writes that are safe to repeat —
+  reads, ``SET``, ``HSET``, ``DEL``, and every script that recognises its
+  own re-sent call (a fence, see :mod:`wurk.fence`) — are retried as before.
 * No free connection within ``pool_timeout``: one more try after 0.1–0.3 s.
   A pool that stays starved is undersized, and retrying longer would hide it.
 
@@ -46,7 +52,7 @@ from redis.exceptions import TimeoutError as RedisPyTimeoutError
 from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
-from wurk.errors import ConfigurationError, RedisConnectionError
+from wurk.errors import ConfigurationError, LostReplyError, RedisConnectionError
 
 #: The plugin API (docs/plugins.md): a feature's own pool is a RedisPool, and
 #: a URL it shows anyone goes through ``mask_url`` first.
@@ -75,6 +81,40 @@ RedisErrorHandler = Callable[[dict[str, Any]], object]
 
 class PoolTimeoutError(RedisPyConnectionError):
     """No connection became free within the pool's checkout timeout."""
+
+
+class _Sends(threading.local):
+    """How many commands this thread has started to send, ever: an attempt
+    that raised after the count moved may have been applied by the server."""
+
+    count = 0
+
+
+_sends = _Sends()
+
+
+class _CountingSends:
+    """Connection mixin: counts a send once the connection is open, so a
+    refused or timed-out connect still counts as nothing sent."""
+
+    _sock: Any
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock is None:
+            self.connect()  # type: ignore[attr-defined]
+        _sends.count += 1
+        super().send_packed_command(command, check_health)  # type: ignore[misc]
+
+
+_counting_classes: dict[type, type] = {}
+
+
+def _counting(connection_class: type) -> type:
+    counting = _counting_classes.get(connection_class)
+    if counting is None:
+        counting = type(f"Counting{connection_class.__name__}", (_CountingSends, connection_class), {})
+        _counting_classes[connection_class] = counting
+    return counting
 
 
 class _BlockingPool(redis.BlockingConnectionPool):
@@ -226,6 +266,7 @@ class RedisPool:
         else:
             check_url(self.url)
             self._pool = _BlockingPool.from_url(self.url, max_connections=size, timeout=pool_timeout, **common, **opts)
+        self._pool.connection_class = _counting(self._pool.connection_class)
         self.client = redis.Redis(connection_pool=self._pool)
 
     @property
@@ -235,13 +276,20 @@ class RedisPool:
     def __repr__(self) -> str:
         return f"<RedisPool {self.name} size={self.size} url={mask_url(self.url)}>"
 
-    def execute(self, operation: Callable[[redis.Redis], T]) -> T:
-        """Run ``operation(client)`` under the transient-failure rules."""
+    def execute(self, operation: Callable[[redis.Redis], T], *, once: bool = False) -> T:
+        """Run ``operation(client)`` under the transient-failure rules.
+
+        ``once``: the operation writes something that must not be applied
+        twice and cannot recognise a repeat; after a connection error that
+        came once a command had gone out, :class:`LostReplyError` is raised
+        instead of sending it again.
+        """
         attempt = 0
         failover_retried = False
         pool_retried = False
         while True:
             attempt += 1
+            sends = _sends.count
             try:
                 return operation(self.client)
             except (AuthenticationError, AuthorizationError):
@@ -255,6 +303,9 @@ class RedisPool:
                 time.sleep(random.uniform(0.1, 0.3))
             except (RedisPyConnectionError, RedisPyTimeoutError) as exc:
                 self._drop_idle()
+                if once and _sends.count != sends:
+                    self._report(exc, attempt, retried=False)
+                    raise LostReplyError(mask_url(self.url), exc) from exc
                 if attempt >= CONNECTION_ATTEMPTS:
                     self._report(exc, attempt, retried=False)
                     raise RedisConnectionError(mask_url(self.url), exc) from exc

@@ -12,7 +12,9 @@ Two promoters:
   and pushes it through the client (client middleware runs, ``enqueued_at``
   is fresh, the push writers see origin ``promote``). Between the pop and the
   push the job is only in this process's memory: a crash there loses it, and
-  a failed push is reported with context ``scheduler_promote``.
+  a failed push is reported with context ``scheduler_promote``. Both writes
+  are fenced (:mod:`wurk.fence`), so a lost reply neither skips a job nor
+  pushes one twice.
 * :class:`ReliableEnq` (``config.reliable_scheduler()``) never holds a job
   only in memory, 500 jobs per call. With no client middleware and no plugin
   push writer, one script pushes before it removes: a crash can at worst
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
+from wurk import fence, keys
 from wurk import payload as wire
 from wurk.client import Client
 from wurk.component import Component
@@ -75,9 +77,15 @@ class Enq:
         return moved
 
     def _pop_due(self, sorted_set: str) -> bytes | str | None:
-        """Remove and return one member of ``sorted_set`` that is due now."""
+        """Remove and return one member of ``sorted_set`` that is due now.
+
+        The pop is fenced: if its reply is lost and the pool sends it again,
+        the script hands back the member the first call took."""
+        ticket = fence.ticket()
+        script_keys = [sorted_set, keys.pop_receipt(ticket.token)]
+        args: list[str | int] = [repr(time.time()), ticket.seq, ticket.ttl]
         return self.config.redis_pool.execute(
-            lambda conn: self.config.scripts.call("core.zpopbyscore", conn, [sorted_set], [repr(time.time())])
+            lambda conn: self.config.scripts.call("core.zpopbyscore", conn, script_keys, args)
         )
 
     def _push(self, member: str) -> None:

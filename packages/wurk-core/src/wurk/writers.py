@@ -39,13 +39,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
+from wurk import fence, keys
 from wurk import payload as wire
 from wurk.errors import PluginError
 
 if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.redis_pool import RedisPool
+    from wurk.scripts import ScriptRegistry
 
 Payload = dict[str, Any]
 
@@ -99,22 +100,54 @@ class PushWriter:
 
 class CoreWriter(PushWriter):
     """Core's own write, one round trip per push: ``ZADD schedule`` for the
-    scheduled payloads; ``SADD queues`` and one ``LPUSH`` per queue for the rest."""
+    scheduled payloads; ``SADD queues`` and one ``LPUSH`` per queue for the
+    rest, in one fenced script (``core.push``), so that a push sent again
+    after a lost reply is not applied twice."""
 
     name = "core"
+
+    def __init__(self, scripts: ScriptRegistry | None = None) -> None:
+        self.scripts = scripts
 
     def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
         return True
 
     def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
-        commands = core_commands(payloads)
-        pool.execute(lambda conn: pool.send(commands))
+        if self.scripts is None:
+            raise PluginError("core's push writer was built without the configuration's scripts")
+        push_core(self.scripts, pool, payloads)
+
+
+def push_core(scripts: ScriptRegistry, pool: RedisPool, payloads: Sequence[Payload]) -> None:
+    """Write ``payloads`` as core does, in one fenced script call; for a
+    plugin writer whose payloads turn out to be plain ones. Stamps
+    ``enqueued_at`` on the immediate payloads, in place."""
+    ticket = fence.ticket()
+    pairs, by_queue = _grouped(payloads)
+    script_keys = [ticket.key, keys.QUEUES, keys.SCHEDULE, *(keys.queue(queue) for queue in by_queue)]
+    args: list[Any] = [ticket.seq, ticket.ttl, len(pairs) // 2, *pairs]
+    for queue, encoded in by_queue.items():
+        args += [queue, len(encoded), *encoded]
+    pool.execute(lambda conn: scripts.send("core.push", pool, script_keys, args))
 
 
 def core_commands(payloads: Sequence[Payload]) -> list[tuple[Any, ...]]:
-    """The commands of :class:`CoreWriter`; stamps ``enqueued_at`` on the
-    immediate payloads, in place, as the job reaches its queue."""
+    """Core's write as plain commands, for a plugin writer that sends them
+    in a transaction of its own (they are not fenced: a lost reply sent
+    again pushes twice). Stamps ``enqueued_at`` on the immediate payloads."""
     commands: list[tuple[Any, ...]] = []
+    pairs, by_queue = _grouped(payloads)
+    if pairs:
+        commands.append(("ZADD", keys.SCHEDULE, *pairs))
+    if by_queue:
+        commands.append(("SADD", keys.QUEUES, *by_queue))
+        commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
+    return commands
+
+
+def _grouped(payloads: Sequence[Payload]) -> tuple[list[Any], dict[str, list[str]]]:
+    """The scheduled payloads as score/member pairs, and the immediate ones
+    encoded by queue, stamped with ``enqueued_at`` as they reach it."""
     pairs: list[Any] = []
     by_queue: dict[str, list[str]] = {}
     now: int | None = None
@@ -129,19 +162,14 @@ def core_commands(payloads: Sequence[Payload]) -> list[tuple[Any, ...]]:
             now = wire.now_ms()
         job["enqueued_at"] = now
         by_queue.setdefault(job["queue"], []).append(wire.dumps(job))
-    if pairs:
-        commands.append(("ZADD", keys.SCHEDULE, *pairs))
-    if by_queue:
-        commands.append(("SADD", keys.QUEUES, *by_queue))
-        commands += [("LPUSH", keys.queue(queue), *encoded) for queue, encoded in by_queue.items()]
-    return commands
+    return pairs, by_queue
 
 
 class PushWriterRegistry:
     """The writers of one configuration, asked in registration order."""
 
-    def __init__(self) -> None:
-        self.core: PushWriter = CoreWriter()
+    def __init__(self, scripts: ScriptRegistry | None = None) -> None:
+        self.core: PushWriter = CoreWriter(scripts)
         self._writers: list[PushWriter] = []
 
     def add(self, writer: PushWriter) -> None:
@@ -191,7 +219,7 @@ class PushWriterRegistry:
 
 
 def _build(config: Config) -> PushWriterRegistry:
-    registry = PushWriterRegistry()
+    registry = PushWriterRegistry(config.scripts)
     config.plugins.call.register_push_writers(registry, config)
     return registry
 
@@ -212,5 +240,6 @@ __all__ = [
     "PushWriter",
     "PushWriterRegistry",
     "core_commands",
+    "push_core",
     "writers_for",
 ]

@@ -25,7 +25,7 @@ import importlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from wurk import Client
+from wurk import Client, fence
 from wurk import keys as core_keys
 from wurk.registry import UnknownJobError
 from wurk_cron import keys
@@ -54,22 +54,20 @@ def advance(
     config: Config, lid: str, *, expected: str, next_fire: int | None, fired_at: int, token: int | None, mode: str
 ) -> bool:
     """Run ``cron.advance`` (see its header); whether the marks moved."""
+    ticket = fence.ticket()
     args: list[str | int] = [expected, "" if next_fire is None else next_fire, fired_at, "" if token is None else token]
-    args.append(mode)
-    moved = config.redis_pool.execute(
-        lambda conn: config.scripts.call("cron.advance", conn, [keys.loop(lid), core_keys.LEADER_TOKEN], args)
-    )
+    args += [mode, ticket.seq, ticket.ttl]
+    script_keys = [keys.loop(lid), core_keys.LEADER_TOKEN, ticket.key]
+    moved = config.redis_pool.execute(lambda conn: config.scripts.call("cron.advance", conn, script_keys, args))
     return bool(moved)
 
 
 def record(config: Config, lid: str, fired_at: int, jid: str) -> None:
-    def write(conn: redis.Redis) -> None:
-        pipe = conn.pipeline(transaction=True)
-        pipe.lpush(keys.history(lid), history_row(fired_at, jid))
-        pipe.ltrim(keys.history(lid), 0, keys.HISTORY_SIZE - 1)
-        pipe.execute()
-
-    config.redis_pool.execute(write)
+    """Add a fire to ``lid``'s history (fenced: a lost reply sent again adds nothing)."""
+    ticket = fence.ticket()
+    script_keys = [keys.history(lid), ticket.key]
+    args: list[str | int] = [history_row(fired_at, jid), keys.HISTORY_SIZE, ticket.seq, ticket.ttl]
+    config.redis_pool.execute(lambda conn: config.scripts.call("cron.record", conn, script_keys, args))
 
 
 # -- what a class name stands for ------------------------------------------------

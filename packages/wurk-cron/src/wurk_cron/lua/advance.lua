@@ -4,12 +4,19 @@
 -- changed and does not fire, so a tick enqueues at most once.
 -- KEYS[1]: the loop's hash, `loops:<lid>`
 -- KEYS[2]: `leader-token`
+-- KEYS[3]: the calling thread's write fence, `wurk:fence:<token>` (see wurk.fence): the
+--          same call sent again after a lost reply answers 1 again instead of finding
+--          the marks it moved itself and refusing, which would skip the tick silently
 -- ARGV[1]: the `nf` read before deciding ("" when none was stored; "*" to skip the check)
 -- ARGV[2]: the `nf` to store ("" to clear it: the schedule never matches again)
 -- ARGV[3]: the fire time to store as `lf` (ignored in mode "mark")
 -- ARGV[4]: the caller's fencing token ("" when not acting as the leader)
 -- ARGV[5]: mode: "tick" (a poller's fire: refused while paused), "force" (fire now), "mark" (only store `nf`)
+-- ARGV[6]: the call's sequence number; ARGV[7]: the fence's time to live, seconds
 -- Returns: 1 when the marks moved (the caller may enqueue), 0 when refused.
+if tonumber(redis.call("GET", KEYS[3]) or "0") >= tonumber(ARGV[6]) then
+  return 1 -- this very call moved them already
+end
 if redis.call("HEXISTS", KEYS[1], "schedule") == 0 then
   return 0 -- unregistered meanwhile
 end
@@ -34,4 +41,5 @@ end
 if ARGV[5] ~= "mark" then
   redis.call("HSET", KEYS[1], "lf", ARGV[3])
 end
+redis.call("SET", KEYS[3], ARGV[6], "EX", ARGV[7])
 return 1
