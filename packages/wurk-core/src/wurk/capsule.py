@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.fetch import Fetcher
     from wurk.redis_pool import RedisPool
+    from wurk.scripts import ScriptRegistry
 
 QueueEntry = str | Sequence[Any]
 
@@ -157,6 +158,11 @@ class Capsule:
 
     def handle_exception(self, exc: BaseException, context: dict[str, Any] | None = None) -> None:
         self.config.handle_exception(exc, context)
+
+    @property
+    def scripts(self) -> ScriptRegistry:
+        """The configuration's Lua scripts, for middleware built with a capsule."""
+        return self.config.scripts
 
     @property
     def redis_pool(self) -> RedisPool:

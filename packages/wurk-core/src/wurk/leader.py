@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from wurk import env, keys
 from wurk.component import Component
@@ -128,7 +128,7 @@ class Leader(Component):
                 return True
             self._lose("the lock is gone or someone else's")
             return False
-        if pool.execute(lambda conn: conn.set(keys.LEADER, self.identity, nx=True, ex=self.ttl)):
+        if pool.execute(lambda conn: self._claim(conn)):
             token = int(pool.execute(lambda conn: conn.incr(keys.LEADER_TOKEN)))
             with self._lock:
                 self.token = token
@@ -138,6 +138,16 @@ class Leader(Component):
             self.config.fire_event("leader")
             return True
         return False
+
+    def _claim(self, conn: Any) -> bool:
+        """Take the lock if it is free. ``SET NX`` sent again after a lost
+        reply finds the lock it set itself: the identity, unique to this
+        process, tells it is ours. The token ``INCR`` that follows may then run
+        twice, which is harmless: the token we read is still the newest."""
+        if conn.set(keys.LEADER, self.identity, nx=True, ex=self.ttl):
+            return True
+        holder = conn.get(keys.LEADER)
+        return holder is not None and (holder.decode() if isinstance(holder, bytes) else holder) == self.identity
 
     def _lose(self, why: str) -> None:
         """End our leadership and announce it, once however many paths get here."""

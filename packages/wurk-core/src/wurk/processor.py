@@ -30,7 +30,7 @@ from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
 from wurk.retry import Handled, Skip
-from wurk.server_middleware import current_job, current_jobstr, current_stopping
+from wurk.server_middleware import current_job, current_jobstr, current_private, current_stopping
 
 if TYPE_CHECKING:
     from wurk.fetch import UnitOfWork
@@ -186,6 +186,7 @@ class Processor:
         # It parsed, so it was UTF-8 and came back from the fetch as text.
         jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
         current_jobstr.set(jobstr)
+        current_private.set(uow.private)
         current_job.set(job)
         context = {"jid": job.get("jid"), "class": job.get("class")}
         context.update({key: job.get(key) for key in self._logged})

@@ -46,6 +46,7 @@ from wurk.writers import PROMOTE, Payload, PushWriter
 
 if TYPE_CHECKING:
     from wurk.config import Config
+    from wurk.redis_pool import RedisPool
 
 SORTED_SETS = (keys.RETRY, keys.SCHEDULE)
 PROMOTE_BATCH = 500
@@ -77,16 +78,9 @@ class Enq:
         return moved
 
     def _pop_due(self, sorted_set: str) -> bytes | str | None:
-        """Remove and return one member of ``sorted_set`` that is due now.
-
-        The pop is fenced: if its reply is lost and the pool sends it again,
-        the script hands back the member the first call took."""
-        ticket = fence.ticket()
-        script_keys = [sorted_set, keys.pop_receipt(ticket.token)]
-        args: list[str | int] = [repr(time.time()), ticket.seq, ticket.ttl]
-        return self.config.redis_pool.execute(
-            lambda conn: self.config.scripts.call("core.zpopbyscore", conn, script_keys, args)
-        )
+        """Remove and return one member of ``sorted_set`` that is due now."""
+        popped = pop_lowest(self.config, self.config.redis_pool, sorted_set, repr(time.time()))
+        return None if popped is None else popped[0]
 
     def _push(self, member: str) -> None:
         try:
@@ -241,6 +235,23 @@ class _Fence:
 
     lock: str
     token: str
+
+
+def pop_lowest(config: Config, pool: RedisPool, sorted_set: str, due: str = "+inf") -> tuple[bytes, float] | None:
+    """Remove the lowest-scored member of ``sorted_set`` scored at most
+    ``due``; it and its score, or ``None``.
+
+    The pop is fenced: if its reply is lost and the pool sends it again, the
+    script hands back the member the first call took instead of taking the
+    next one, which would then be in no key at all."""
+    ticket = fence.ticket()
+    script_keys = [sorted_set, keys.pop_receipt(ticket.token)]
+    args: list[str | int] = [due, ticket.seq, ticket.ttl]
+    popped = pool.execute(lambda conn: config.scripts.call("core.zpopbyscore", conn, script_keys, args))
+    if not popped:
+        return None
+    member, score = popped
+    return member, float(score)
 
 
 def _read_due(conn: Any, *, sorted_set: str, offset: int) -> list[tuple[bytes, float]]:

@@ -26,6 +26,8 @@ from wurk.retry import Skip, booked_payload
 
 #: The job JSON exactly as fetched, for the job running in this context.
 current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
+#: The private list holding that job while it runs (reliable fetch).
+current_private: ContextVar[str | None] = ContextVar("wurk_current_private", default=None)
 #: The payload of the job running in this context, in a worker and inline
 #: alike: core puts only ``jid`` on a job instance, so a plugin's mixin reads
 #: the other fields it owns from here.
@@ -49,9 +51,13 @@ class InterruptHandler(ServerMiddleware):
             return call_next()
         except Interrupted:
             jobstr = current_jobstr.get()
-            if jobstr is None:
+            private = current_private.get()
+            if jobstr is None or private is None:
                 raise
-            self.redis_pool.execute(lambda conn: conn.rpush(keys.queue(queue), jobstr))
+            # A guarded move (pushed only if still in the private list), not a
+            # plain RPUSH: sent again after a lost reply, it moves nothing more.
+            script_keys = [private, keys.queue(queue)]
+            self.redis_pool.execute(lambda conn: self.config.scripts.call("core.requeue", conn, script_keys, [jobstr]))
             raise Skip() from None
 
 

@@ -21,6 +21,7 @@ from wurk import keys
 from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
 from wurk.api.entry import SortedEntry
+from wurk.scheduled import pop_lowest
 
 if TYPE_CHECKING:
     from wurk.client import Client
@@ -229,19 +230,19 @@ class JobSet(SortedSet):
         return None
 
     def pop_each(self) -> Iterator[tuple[Member, float]]:
-        """Pop ``(member, score)`` lowest score first (``ZPOPMIN``), as many as
+        """Pop ``(member, score)`` lowest score first (a fenced pop, so a lost
+        reply does not drop a member: ``wurk.scheduled.pop_lowest``), as many as
         the set held when the walk began (so a set that refills itself, like the
         dead set under ``kill_all``, still ends). Each member is gone from Redis
         before you see it."""
         remaining = self.size
         while remaining > 0:
-            popped = cast(list[tuple[Member, float]], self.run(lambda conn: conn.zpopmin(self.name, 1)))
-            if not popped:
+            popped = pop_lowest(self.config, self.pool, self.name)
+            if popped is None:
                 return
             remaining -= 1
             self._removed += 1
-            member, score = popped[0]
-            yield member, float(score)
+            yield popped
 
     def retry_all(self) -> int:
         """Enqueue every entry now, each with ``retry_count`` one lower; the

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wurk.errors import Interrupted
+from wurk.errors import Interrupted, LostReplyError
 from wurk.metrics import keys
 from wurk.middleware import ServerMiddleware
 from wurk.retry import Skip
@@ -141,7 +141,14 @@ class ExecutionTracker:
             return 0
         at = (now or datetime.now(UTC)).astimezone(UTC)
         try:
-            return self.config.redis_pool.execute(lambda conn: write(conn, jobs, grams, at))
+            return self.config.redis_pool.execute(lambda conn: write(conn, jobs, grams, at), once=True)
+        except LostReplyError:
+            # Possibly applied: putting the counts back could count them twice.
+            self.config.logger.warning(
+                "metrics: the reply to a flush was lost; up to %s job counts of this minute may be missing",
+                sum(jobs.values()),
+            )
+            return 0
         except Exception:
             self.restore(jobs, grams)
             raise
