@@ -5,6 +5,7 @@ sends the write again. Each write must be recognised or not repeated."""
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -17,6 +18,15 @@ from wurk.testing.faults import FaultProxy, Matcher
 class Mail(wurk.Job, queue="mail"):
     def perform(self, n):
         pass
+
+
+class Recorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 def once_each(config: wurk.Config, script: str) -> Matcher:
@@ -83,3 +93,75 @@ def test_the_scheduler_loses_no_job_when_its_pops_replies_are_lost(lossy_config,
     assert len(fault_proxy.lost) == 5
     assert sorted(job["jid"] for job in queued(redis)) == sorted(jids)
     assert redis.zcard("schedule") == 0
+
+
+def test_a_signal_is_not_dropped_when_its_pops_reply_is_lost(lossy_config, fault_proxy, redis):
+    from wurk.heartbeat import Heartbeat
+    from wurk.launcher import Launcher
+
+    launcher = Launcher(lossy_config)
+    received: list[str] = []
+    launcher.runtime.on_signal = received.append  # type: ignore[method-assign]
+    heartbeat = Heartbeat(launcher.runtime)
+    heartbeat.beat()
+    signals = f"{heartbeat.identity}-signals"
+    redis.lpush(signals, "TSTP", "TTIN")  # TSTP is the older: taken first
+    fault_proxy.lose_reply(once_each(lossy_config, "core.signal_pop"), times=2)
+    heartbeat.beat()
+    heartbeat.beat()
+    assert len(fault_proxy.lost) == 2
+    assert received == ["TSTP", "TTIN"]
+    assert redis.llen(signals) == 0
+
+
+def test_a_stats_flush_whose_reply_is_lost_counts_once(lossy_config, fault_proxy, redis):
+    from wurk.heartbeat import Heartbeat
+    from wurk.launcher import Launcher
+
+    heartbeat = Heartbeat(Launcher(lossy_config).runtime)
+    for _ in range(7):
+        heartbeat.runtime.stats.count()
+    fault_proxy.lose_reply(FaultProxy.command(b"INCRBY", b"stat:processed"))
+    warnings = Recorder()
+    lossy_config.logger.addHandler(warnings)
+    try:
+        heartbeat.flush_stats()
+        heartbeat.flush_stats()  # nothing put back to count twice
+    finally:
+        lossy_config.logger.removeHandler(warnings)
+    assert redis.get("stat:processed") == b"7"
+    assert any("reply to a stats flush was lost" in line for line in warnings.lines)
+
+
+def test_a_leader_recognises_the_lock_it_set_when_the_reply_was_lost(lossy_config, fault_proxy, redis):
+    from wurk.leader import Leader
+
+    leader = Leader(lossy_config, "host:1:aaaaaaaaaaaa")
+    fault_proxy.lose_reply(FaultProxy.command(b"SET", b"dear-leader"))
+    assert leader.campaign()
+    assert leader.leads()
+    assert redis.get("dear-leader") == b"host:1:aaaaaaaaaaaa"
+    leader.finish()
+
+
+def test_retry_all_loses_no_entry_when_its_pops_replies_are_lost(lossy_config, fault_proxy, redis):
+    from wurk.api import RetrySet
+
+    members = {
+        json.dumps(
+            {
+                "class": "tests.core.test_lost_replies.Mail",
+                "args": [n],
+                "queue": "mail",
+                "jid": f"j{n}",
+                "retry": True,
+                "retry_count": 1,
+            }
+        ): float(n)
+        for n in range(4)
+    }
+    redis.zadd("retry", members)
+    fault_proxy.lose_reply(once_each(lossy_config, "core.zpopbyscore"), times=4)
+    assert RetrySet(config=lossy_config).retry_all() == 4
+    assert sorted(job["jid"] for job in queued(redis)) == ["j0", "j1", "j2", "j3"]
+    assert redis.zcard("retry") == 0

@@ -168,8 +168,14 @@ class FaultProxy:
 
     def stop(self) -> None:
         self._stopped.set()
+        # A close alone would not wake the thread blocked in accept(), and the
+        # socket would go on accepting (on a port the kernel may hand out again).
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._listener.close()
+        if self._acceptor.is_alive():
+            self._acceptor.join(timeout=5)
         self.cut()
 
     def lose_reply(self, matcher: Matcher, times: int = 1) -> None:
