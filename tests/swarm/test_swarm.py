@@ -167,6 +167,15 @@ def children_of(parent: int) -> set[int]:
     return found
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting for its adopter to reap it is not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -251,6 +260,32 @@ def test_a_child_that_cannot_act_on_term_is_killed_at_the_deadline_and_the_paren
     assert f"swarm: child {wedged} exited (killed by SIGKILL)" in text
     assert text.rstrip().endswith("swarm: every child has exited; bye")
     assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+
+
+def test_children_of_a_kill_9_parent_stop_as_on_term_and_give_their_jobs_back(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "1", WURK_COUNT="2")
+    pids = wait_for(lambda: len(live_pids(redis)) == 2 and live_pids(redis), timeout=30)
+    assert isinstance(pids, set)
+    # A child holds at most twice its concurrency (one running, one claimed
+    # ahead), so of four jobs each child runs one; the others wait in the
+    # queue or in a child's private list.
+    jids = push(redis, NOTE, *[[f"long-{n}", 60] for n in range(4)])
+    wait_for(lambda: {entry["pid"] for entry in swarm.events()} == pids, timeout=30)
+
+    killed = time.monotonic()
+    swarm.signal(signal.SIGKILL)  # the parent alone: its children are not told
+    assert swarm.wait(10) == -signal.SIGKILL
+    wait_for(lambda: not [pid for pid in pids if running(pid)], timeout=10)
+    assert time.monotonic() - killed < 5
+
+    text = swarm.text()
+    for pid in pids:
+        assert f"swarm child {pid}: the swarm parent {swarm.pid} is gone; shutting down as on TERM" in text
+        assert re.search(rf"pid={pid} .*: gave [12] unfinished job\(s\) back to their queues", text)
+    assert sorted(json.loads(job)["jid"] for job in redis.lrange("queue:default", 0, -1)) == sorted(jids)
+    assert not [key for key in redis.scan_iter(match="queue:default|*") if redis.llen(key)]  # none stranded
+    assert not swarm.jids("done")
+    assert redis.scard("processes") == 0  # each child unregistered itself on the way out
 
 
 def test_tstp_is_relayed_and_sticky_across_a_respawn(swarms, redis):

@@ -18,7 +18,11 @@ every configuration (the parent's sockets dropped, locks replaced) and fired
    quiet (sticky quiet: a respawn never resumes fetching behind the
    operator's back);
 6. writes one byte to its heartbeat pipe at its first heartbeat, which is how
-   the parent learns the child is up without a Redis connection of its own.
+   the parent learns the child is up without a Redis connection of its own;
+7. watches its parent: when the parent is gone (``kill -9``, an OOM kill),
+   nobody is left to respawn, recycle or stop the child, so it stops as on
+   ``TERM`` (running jobs get the shutdown timeout, the rest go back to their
+   queues) instead of working on unsupervised.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ UNREACHABLE_EXIT = 1
 #: The signals a child turns into names for its main loop.
 HANDLED = ("TERM", "INT", "TSTP", "USR2")
 
+#: Seconds between two looks at whether the parent is still there: a child
+#: notices its parent's death within about this long.
+PARENT_CHECK = 0.5
+
 
 def run_child(
     config: Config,
@@ -51,13 +59,17 @@ def run_child(
     *,
     quiet: bool,
     beat_fd: int,
+    parent: int,
     mask: Iterable[int] = (),
 ) -> int:
     """Boot and run one worker process; its exit status.
 
-    ``mask`` is the signal mask to restore once the child's handlers are in
-    place: the parent forks with the signals it handles blocked, so that one
-    sent to the new child early waits for the child's own handler.
+    ``parent`` is the swarm parent's pid, taken by the parent before the
+    fork: read after it, by the child, it could already be the pid of the
+    process that adopted an orphan. ``mask`` is the signal mask to restore
+    once the child's handlers are in place: the parent forks with the
+    signals it handles blocked, so that one sent to the new child early
+    waits for the child's own handler.
     """
     # First thing, so a USR1 during boot is harmless too. A handler, not
     # SIG_IGN, which a program this child execs would inherit.
@@ -82,7 +94,7 @@ def run_child(
     config.on("heartbeat", lambda: _report_heartbeat(beat_fd))
     launcher = Launcher(config, on_signal=names.put)
     launcher.run(quiet=quiet)
-    return _serve(config, launcher, names)
+    return _serve(config, launcher, names, parent)
 
 
 def _report_heartbeat(fd: int) -> None:
@@ -95,11 +107,37 @@ def _report_heartbeat(fd: int) -> None:
         os.close(fd)
 
 
-def _serve(config: Config, launcher: Launcher, names: queue.SimpleQueue[str]) -> int:
-    """Act on signals (from the parent, or from Redis via the heartbeat) until told to stop."""
+def orphaned(parent: int) -> bool:
+    """Whether the swarm parent ``parent`` has died since it forked this process.
+
+    The kernel hands an orphan to another process (init, or the nearest
+    subreaper) as the parent exits, however it exits, so ``getppid()`` stops
+    being ``parent`` at once and never becomes it again: the adopter was alive
+    beside the parent, so it cannot have the parent's pid. Looked at from the
+    loop below, that is portable (no ``/proc``), costs one system call, needs
+    no file descriptor that every fork and every job's own fork would have to
+    keep straight, and has no window: a parent that died before the child's
+    first look is still seen, since ``parent`` was read before the fork.
+    ``prctl(PR_SET_PDEATHSIG)`` would be quicker but is Linux-only, fires
+    when the *thread* that forked exits rather than the process, and misses
+    a parent that died before the call; and it would deliver a bare signal,
+    where the loop below can say in the log why the child stops.
+    """
+    return os.getppid() != parent
+
+
+def _serve(config: Config, launcher: Launcher, names: queue.SimpleQueue[str], parent: int) -> int:
+    """Act on signals (from the parent, or from Redis via the heartbeat) until
+    told to stop, or until the parent is gone."""
     while True:
+        if orphaned(parent):
+            config.logger.warning(
+                "swarm child %s: the swarm parent %s is gone; shutting down as on TERM", os.getpid(), parent
+            )
+            launcher.stop()
+            return 0
         try:
-            name = names.get(timeout=1.0)
+            name = names.get(timeout=PARENT_CHECK)
         except queue.Empty:
             continue
         if name in ("TERM", "INT"):

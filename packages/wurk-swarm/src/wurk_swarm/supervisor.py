@@ -22,6 +22,11 @@ draining) beside it. Signals:
 * ``TSTP``: relay, and remember it (sticky: later forks boot quiet);
 * ``USR2``: reopen the parent's logs and relay;
 * ``USR1``: queue every child of record for a rolling restart.
+
+The children watch the parent in turn (:func:`wurk_swarm.child.orphaned`): a
+parent that dies without draining them (``kill -9``, an out-of-memory kill)
+leaves no child running unsupervised: each notices within about half a
+second and stops as on ``TERM``.
 """
 
 from __future__ import annotations
@@ -307,6 +312,7 @@ class Supervisor:
         gc.freeze()  # the inherited objects stay shared: the collector never writes to them
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()  # before the fork: the child compares its getppid() with it
         blocked = {getattr(signal, f"SIG{name}") for name in HANDLED}
         # Blocked across the fork: a signal to the new child before it has its
         # own handlers waits for them instead of landing in the parent's.
@@ -320,7 +326,7 @@ class Supervisor:
             self.logger.error("swarm: could not fork a child for slot %d: %s", slot, exc)
             return None
         if pid == 0:
-            self._become_child(slot, read_fd, write_fd, mask)
+            self._become_child(slot, read_fd, write_fd, mask, parent)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         os.close(write_fd)
         self.children[pid] = Child(pid, slot, self._clock(), read_fd)
@@ -380,7 +386,7 @@ class Supervisor:
                 os.close(child.beat_fd)
             child.beat_fd = None
 
-    def _become_child(self, slot: int, read_fd: int, write_fd: int, mask: Iterable[int]) -> None:
+    def _become_child(self, slot: int, read_fd: int, write_fd: int, mask: Iterable[int], parent: int) -> None:
         """The forked side: run the worker and leave with ``os._exit``, never
         returning into the parent's loop (nor running its ``atexit`` hooks)."""
         code = 1
@@ -389,7 +395,9 @@ class Supervisor:
             for sibling in self.children.values():
                 self._close_beat(sibling)
             self.children.clear()
-            code = run_child(self.config, self.assignments[slot], quiet=self.quiet, beat_fd=write_fd, mask=mask)
+            code = run_child(
+                self.config, self.assignments[slot], quiet=self.quiet, beat_fd=write_fd, parent=parent, mask=mask
+            )
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:
