@@ -274,6 +274,8 @@ def test_a_workers_counters_and_metrics_are_the_commands_sidekiq_sent(wire_worke
     worker.stop(timeout=30)  # the metrics flush at exit
     assert worker.proc.returncode == 0
     ours = recorder.stop()
+    stored = redis.zrange("retry", 0, -1) + redis.zrange("dead", 0, -1)
+    assert not [member for member in stored if b"NoRetryJob" in member]  # retry: false stores nothing
 
     # Counters: every flush is Sidekiq's six commands in Sidekiq's order. Wurk
     # flushes them within a second of a job ending rather than once per 10 s
