@@ -200,3 +200,24 @@ def test_json_edge_cases_match_rubys_generator(config, redis):
     OkJob.perform_async("line\nbreak\ttab\x01ctl", "\u2028", 2**70, 1e20, 0.1, -0.0, "/<>&")
     stored = only(redis, "queue:default")
     assert '"args":["line\\nbreak\\ttab\\u0001ctl","\u2028",1180591620717411303424,1e+20,0.1,-0.0,"/<>&"]' in stored
+
+
+def test_a_scheduled_push_through_set_has_args_before_class(config, redis):
+    """Sidekiq builds a class-level ``perform_in`` as class then args, and
+    every push through ``set`` as args then class (the capture's
+    ``job-enqueued-by-scheduler.json`` was ``set(queue: …).perform_in``)."""
+    OkJob.set(queue="elsewhere").perform_in(3, "through set")
+    OkJob.set(queue="elsewhere").perform_at(time.time() + 3, "through set, at")
+    OkJob.set(queue="elsewhere", wait=3).perform_async("through set, wait")
+    OkJob.perform_in(3, "class-level")
+    OkJob.perform_at(time.time() + 3, "class-level, at")
+    orders = {json.loads(m)["args"][0]: list(json.loads(m)) for m in redis.zrange("schedule", 0, -1)}
+    through_set = fixture("job-enqueued-by-scheduler.json")["key_order"][:-1]  # no enqueued_at while scheduled
+    class_level = fixture("schedule-perform_in.json")["key_order"]
+    assert orders == {
+        "through set": through_set,
+        "through set, at": through_set,
+        "through set, wait": through_set,
+        "class-level": class_level,
+        "class-level, at": class_level,
+    }

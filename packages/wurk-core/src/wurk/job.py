@@ -148,17 +148,18 @@ class Setter:
         return self.job_class.build_client()
 
     def perform_async(self, *args: Any) -> str | None:
-        if self._scheduled:
-            return self._push_at(self._at, args)
-        return self._client().push(self._item(args))
+        return self._client().push(self._item(args, self._at if self._scheduled else None))
 
     def perform_in(self, interval: Any, *args: Any) -> str | None:
-        return self._push_at(wire.schedule_at(interval), args)
+        return self._client().push(self._item(args, wire.schedule_at(interval)))
 
     perform_at = perform_in
 
-    def _push_at(self, at: float | None, args: Iterable[Any]) -> str | None:
-        # Scheduled items carry "class" before "args", as Sidekiq's do.
+    def _push_class_first(self, at: float | None, args: Iterable[Any]) -> str | None:
+        """The class-level ``perform_in`` / ``perform_at``: Sidekiq builds that
+        item with ``class`` before ``args``, where every path through ``set``
+        (``.set(...).perform_in``, ``wait``) has ``args`` first; the payload's
+        key order follows."""
         item: dict[str, Any] = {**self.options, "class": self.job_class, "args": list(args)}
         if at is not None:
             item["at"] = at
@@ -257,12 +258,12 @@ class Job:
     @classmethod
     def perform_in(cls, interval: Any, *args: Any) -> str | None:
         """Run after ``interval`` (seconds or timedelta; >= 1e9 is an epoch)."""
-        return Setter(cls, {}).perform_in(interval, *args)
+        return Setter(cls, {})._push_class_first(wire.schedule_at(interval), args)
 
     @classmethod
     def perform_at(cls, when: Any, *args: Any) -> str | None:
         """Run at ``when`` (datetime or epoch seconds); a past time runs now."""
-        return Setter(cls, {}).perform_at(when, *args)
+        return Setter(cls, {})._push_class_first(wire.schedule_at(when), args)
 
     @classmethod
     def perform_bulk(cls, args_list: Iterable[Iterable[Any]], *, batch_size: int | None = None) -> list[str | None]:
