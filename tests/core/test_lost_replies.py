@@ -165,3 +165,16 @@ def test_retry_all_loses_no_entry_when_its_pops_replies_are_lost(lossy_config, f
     assert RetrySet(config=lossy_config).retry_all() == 4
     assert sorted(job["jid"] for job in queued(redis)) == ["j0", "j1", "j2", "j3"]
     assert redis.zcard("retry") == 0
+
+
+def test_retrying_one_entry_whose_removal_lost_its_reply_still_enqueues_it(lossy_config, fault_proxy, redis):
+    from wurk.api import RetrySet
+
+    member = json.dumps({"class": "tests.core.test_lost_replies.Mail", "args": [1], "queue": "mail", "jid": "one"})
+    redis.zadd("retry", {member: 5.0})
+    [entry] = list(RetrySet(config=lossy_config))
+    fault_proxy.lose_reply(FaultProxy.command(b"ZREM", b"retry"))
+    assert entry.retry() is not None
+    assert len(fault_proxy.lost) == 1
+    assert [job["jid"] for job in queued(redis)] == ["one"]
+    assert redis.zcard("retry") == 0

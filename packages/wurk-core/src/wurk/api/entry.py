@@ -69,14 +69,17 @@ class SortedEntry(JobRecord):
         between this machine's clock and another's does not matter. It is an
         ``ZADD XX INCR`` rather than a plain ``ZINCRBY``: the increment applies
         only while the member exists, so an entry that was retried or deleted
-        meanwhile is not brought back with a meaningless score.
+        meanwhile is not brought back with a meaningless score. A lost reply
+        raises :class:`wurk.LostReplyError` rather than moving it twice.
         """
         delta = epoch_seconds(at) - self._score
         # As bytes, the form redis-py sends anyway: its ``zadd`` takes members of
         # one type, not the ``bytes | str`` a record may hold.
         value = self._value.encode() if isinstance(self._value, str) else self._value
         name = self.parent.name
-        new_score = self.run(lambda conn: conn.zadd(name, {value: delta}, xx=True, incr=True))
+        # Not sent again after a lost reply (LostReplyError): a repeated
+        # increment would move the entry by twice the delta.
+        new_score = self.pool.execute(lambda conn: conn.zadd(name, {value: delta}, xx=True, incr=True), once=True)
         if new_score is None:
             return None
         self._score = float(new_score)

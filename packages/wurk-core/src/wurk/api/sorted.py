@@ -21,6 +21,7 @@ from wurk import keys
 from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
 from wurk.api.entry import SortedEntry
+from wurk.errors import LostReplyError
 from wurk.scheduled import pop_lowest
 
 if TYPE_CHECKING:
@@ -132,8 +133,16 @@ class SortedSet(RedisAccess):
     # -- removal ------------------------------------------------------------------
 
     def delete_by_value(self, name: str, value: Member) -> bool:
-        """Remove a member by its exact bytes (``ZREM``) from the set ``name``."""
-        removed = bool(self.run(lambda conn: conn.zrem(name, value)))
+        """Remove a member by its exact bytes (``ZREM``) from the set ``name``.
+
+        A ``ZREM`` sent again after a lost reply answers 0 for the member it
+        removed itself, and the caller would take it for someone else's
+        removal and drop the job it was moving. So it is sent once, and a lost
+        reply is settled by looking: a member gone is one this call removed."""
+        try:
+            removed = bool(self.pool.execute(lambda conn: conn.zrem(name, value), once=True))
+        except LostReplyError:
+            removed = self.run(lambda conn: conn.zscore(name, value)) is None
         if removed and name == self.name:
             self._removed += 1
         return removed
