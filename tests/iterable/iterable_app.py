@@ -32,6 +32,8 @@ def evidence() -> redis.Redis:
 def tune(config: wurk.Config) -> None:
     config["poll_interval_average"] = float(os.environ.get("TEST_POLL_INTERVAL", "0.2"))
     config["heartbeat_interval"] = float(os.environ.get("TEST_HEARTBEAT_INTERVAL", "0.5"))
+    config.death_handlers.append(lambda job, exc: evidence().rpush("deaths", job["jid"]))
+    config.on_poison(lambda pill: evidence().rpush("poisoned", str(pill["jid"])))
 
 
 class Recorded(wurk.IterableJob):
@@ -70,6 +72,29 @@ class Walk(Recorded):
         self.mark(item)
         if pause:
             time.sleep(pause)
+
+
+class QuickSaves(Walk):
+    """A :class:`Walk` that checkpoints every half second, so a test sees
+    progress saved soon after each start."""
+
+    STATE_FLUSH_INTERVAL = 0.5
+
+
+class ExitsAt(Recorded):
+    """Walks ``count`` items, saving after each, and ends its process with
+    ``os._exit`` at item ``bad``, every time: a poison item."""
+
+    STATE_FLUSH_INTERVAL = 0.0
+
+    def build_enumerator(self, count: int, bad: int, cursor: Any) -> Any:
+        evidence().rpush("runs", f"{self.jid}:{cursor}")
+        return self.array_enumerator(list(range(count)), cursor=cursor)
+
+    def each_iteration(self, item: int, count: int, bad: int) -> None:
+        if item == bad:
+            os._exit(3)
+        self.mark(item)
 
 
 class Endless(Recorded):

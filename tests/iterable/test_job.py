@@ -188,7 +188,7 @@ def test_a_state_hash_written_the_way_sidekiq_writes_it_resumes(config, redis):
 
 
 def test_a_failed_run_leaves_the_last_timed_checkpoint_for_its_retry(config, redis, monkeypatch):
-    monkeypatch.setattr(state, "STATE_FLUSH_INTERVAL", 0.0)  # a checkpoint after every item
+    monkeypatch.setattr(Walk, "STATE_FLUSH_INTERVAL", 0.0)  # a checkpoint after every item
     with pytest.raises(RuntimeError, match="item 4 failed"):
         run(Walk, [1, 2, 3, 4, 5], {"fail_at": 4}, jid=JID)
     saved = redis.hgetall(f"it-{JID}")
@@ -197,6 +197,24 @@ def test_a_failed_run_leaves_the_last_timed_checkpoint_for_its_retry(config, red
     Walk.log = []
     run(Walk, [1, 2, 3, 4, 5], {}, jid=JID)
     assert Walk.log == ["on_resume", ("build", 2), 3, 4, 5, ("on_complete", 4)]
+
+
+def test_a_checkpoint_past_where_the_run_began_clears_the_poison_pill_count(config, redis, monkeypatch):
+    monkeypatch.setattr(Walk, "STATE_FLUSH_INTERVAL", 0.0)  # a checkpoint after every item
+    counter = f"super_fetch:recovered:{JID}"
+    redis.set(counter, 2)
+    redis.hset(f"it-{JID}", mapping={"ex": 1, "c": "2", "rt": 0.5})
+    # Resumed at index 2 (inclusive), failing at the next item: the checkpoint
+    # after index 2 saves the cursor the run began from, no progress.
+    with pytest.raises(RuntimeError, match="item 4 failed"):
+        run(Walk, [1, 2, 3, 4, 5], {"fail_at": 4}, jid=JID)
+    assert Walk.log[-1] == 3
+    assert redis.get(counter) == b"2"
+    # The same start, getting one item further: progress, the count is gone.
+    with pytest.raises(RuntimeError, match="item 5 failed"):
+        run(Walk, [1, 2, 3, 4, 5], {"fail_at": 5}, jid=JID)
+    assert json.loads(redis.hget(f"it-{JID}", "c")) == 3
+    assert not redis.exists(counter)
 
 
 def test_cancel_from_inside_stops_before_the_next_item(config, redis):

@@ -28,6 +28,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -130,11 +131,38 @@ def eventually(predicate: Callable[[], object], timeout: float, state: Callable[
 
 
 def drained(client: redis_py.Redis, queue: str = "default") -> bool:
-    return client.llen(f"queue:{queue}") == 0 and not private_lists(client)
+    """The queue and every private list empty at one instant. Both are read in
+    one MULTI: read one after the other, a job moving between them in between
+    (the reaper's recovery, a suspect given back to its queue) is seen in
+    neither, and a job still waiting in its queue passes for done."""
+    pipe = client.pipeline(transaction=True)
+    pipe.llen(f"queue:{queue}")
+    pipe.keys("queue:*|*")
+    waiting, private = pipe.execute()
+    return waiting == 0 and not private
 
 
 def alive(worker: Any) -> bool:
     return worker.proc.poll() is None
+
+
+def test_drained_never_misses_a_job_moving_between_its_queue_and_a_private_list(redis):
+    redis.lpush("queue:default", json.dumps({"jid": "moving"}))
+    private = "queue:default|elsewhere|1|aaaaaaaaaaaa|0"
+    stop = threading.Event()
+
+    def shuttle() -> None:
+        while not stop.is_set():
+            redis.lmove("queue:default", private, "RIGHT", "LEFT")
+            redis.lmove(private, "queue:default", "LEFT", "RIGHT")
+
+    mover = threading.Thread(target=shuttle, daemon=True)
+    mover.start()
+    try:
+        assert not any(drained(redis) for _ in range(2000))
+    finally:
+        stop.set()
+        mover.join(10)
 
 
 # -- the script cache goes away -----------------------------------------------------------------------

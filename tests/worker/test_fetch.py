@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.helpers import wait_for
 from wurk.fetch import ReliableFetcher
 from wurk.identity import ProcessIdentity, parse_private_queue
 from wurk.reaper import Reaper
@@ -215,6 +216,29 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     assert fetcher.ledger.plan(fetcher.prefetch) is None  # no claim while it runs
     alone.acknowledge()
     assert jid_of(fetcher.retrieve_work()) == "after"
+
+
+def test_a_suspect_is_unmarked_and_no_longer_alone_once_it_has_run_its_window(fetcher_for, config, redis):
+    config["poison_pill_window"] = 0.5
+    fetcher = fetcher_for("default", concurrency=2)
+    push(redis, "default", "twice", "after")
+    redis.sadd("super_fetch:suspects", "twice")
+    redis.set("super_fetch:recovered:twice", 2)
+    running = f"super_fetch:running:{fetcher.identity.identity}"
+    alone = fetcher.retrieve_work()
+    assert (jid_of(alone), alone.alone) == ("twice", True)
+    assert redis.smembers(running) == {b"twice"}
+    assert fetcher.ledger.plan(fetcher.prefetch) is None  # young: nothing runs beside it
+    # Past its window a crash would not be its doing: the mark is off, the others resume.
+    wait_for(lambda: not redis.smembers(running) and fetcher.ledger.alone is None, timeout=10)
+    beside = fetcher.retrieve_work()
+    assert jid_of(beside) == "after"
+    assert redis.smembers(running) == set()
+    for uow in (alone, beside):
+        uow.acknowledge()
+    fetcher.flush_acks()
+    assert redis.llen(alone.private) == 0
+    assert b"twice" not in redis.smembers("super_fetch:suspects")
 
 
 def test_the_full_sweep_finds_queues_nobody_serves_and_sweeps_are_locked(config, redis):

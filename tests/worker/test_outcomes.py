@@ -29,7 +29,7 @@ from tests.worker.outcome_app import (
 from wurk.api import DeadSet, RetrySet
 from wurk.identity import ProcessIdentity
 from wurk.reaper import RECOVERY_THRESHOLD, Reaper
-from wurk.retry import Retrier
+from wurk.retry import Retrier, death_reason
 
 
 @pytest.fixture
@@ -177,6 +177,7 @@ def test_a_kill_through_the_api_is_told_where_it_happens(config, redis, listenin
 def test_a_poison_pill_is_told_by_the_reaper(config, redis, listening):
     deaths: list[str] = []
     config.death_handlers.append(lambda job, exc: deaths.append(job["jid"]))
+    config.death_handlers.append(lambda job, exc: deaths.append(death_reason()))
     reaper = Reaper(config, ProcessIdentity.current(), ["default"])
     pill = json.dumps({"jid": "pill", "class": "X", "args": [], "queue": "default"})
     for n in range(1, RECOVERY_THRESHOLD + 1):
@@ -186,7 +187,7 @@ def test_a_poison_pill_is_told_by_the_reaper(config, redis, listening):
         redis.sadd(f"super_fetch:running:{owner.replace('|', ':')}", "pill")
         reaper.sweep()
     assert told(redis, "pill") == [["died", "poison_pill"]]
-    assert deaths == []  # poison pills still run no death handlers
+    assert deaths == ["pill", "poison_pill"]  # the death handlers run, once, with the reason
 
 
 def test_the_retrier_books_with_cores_rules(config, redis, listening):

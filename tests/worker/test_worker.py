@@ -72,7 +72,9 @@ def test_a_job_recovered_three_times_lands_in_the_dead_set(workers, redis):
     # A victim may die (running the job it just recovered) before its callback runs.
     assert recoveries[-1] == b"poison"
     assert set(recoveries[:-1]) <= {b"recovered"}
-    assert redis.llen("deaths") == 0  # death handlers do not run for poison pills
+    # The death handlers run next, in the survivor's reaper, with the reason as the error.
+    wait_for(lambda: redis.llen("deaths") >= 1)
+    assert [json.loads(item) for item in redis.lrange("deaths", 0, -1)] == [[jid, "RuntimeError"]]
     survivor.signal(signal.SIGTERM)
     assert survivor.wait(30) == 0
 

@@ -41,6 +41,7 @@ def tune(config):
         ("leader_renew_interval", "TEST_LEADER_RENEW"),
         ("leader_follower_interval", "TEST_LEADER_FOLLOWER"),
         ("super_fetch_reaper_interval", "TEST_REAPER_INTERVAL"),
+        ("poison_pill_window", "TEST_POISON_WINDOW"),
     ):
         if os.environ.get(variable):
             config[option] = float(os.environ[variable])
@@ -87,6 +88,15 @@ class Killer(wurk.Job):
     def perform(self, key):
         evidence().hincrby("executions", str(key), 1)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Exits(wurk.Job):
+    """Ends the process that runs it with ``os._exit``: no exception, no
+    cleanup, the way a native extension's fatal error ends it."""
+
+    def perform(self, key):
+        evidence().hincrby("executions", str(key), 1)
+        os._exit(3)
 
 
 class TenantRecord(wurk.Job):

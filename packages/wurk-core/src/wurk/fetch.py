@@ -22,8 +22,8 @@ beside it, each with the why of its own rules:
   are empty, and their ``CLIENT UNBLOCK`` on a quiet;
 * :mod:`wurk.fetch_reconcile`: what happens after a lost reply, an abandoned
   job, or at shutdown: every job no thread holds goes back;
-* :mod:`wurk.fetch_suspects`: jobs recovered from a crash, marked while they
-  run, one recovered twice running alone.
+* :mod:`wurk.fetch_suspects`: jobs recovered from a crash, marked in their
+  first seconds of running, one recovered twice running alone meanwhile.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from wurk import keys
 from wurk.fetch_claims import ClaimLedger
 from wurk.fetch_reconcile import Reconciler
-from wurk.fetch_suspects import apply_mark
+from wurk.fetch_suspects import SuspectClock, apply_mark
 from wurk.fetch_waiters import PAUSED_CACHE_SECONDS, WAITER_PAUSE, Waiters
 from wurk.payload import exact as text
 from wurk.reaper import RECOVERY_TTL
@@ -133,6 +133,7 @@ class ReliableFetcher:
         self.ledger = ClaimLedger(self.limit)
         self.waiters = Waiters(capsule, self.ledger, self._private, self._running_key, self.poll_interval, self._unit)
         self.reconciler = Reconciler(self.ledger, self.pool, self.scripts, self._private, self._running_key)
+        self.clock = SuspectClock(self.config, self.ledger, self.pool, self._running_key)
         #: How many jobs to claim beyond the threads waiting right now; the
         #: manager raises it while jobs are short, when claiming one job per
         #: round trip would leave the threads waiting on Redis.
@@ -167,7 +168,14 @@ class ReliableFetcher:
     # -- fetching ---------------------------------------------------------------
 
     def retrieve_work(self) -> UnitOfWork | None:
-        """The next job, or ``None`` after ``fetch_poll_interval`` with none."""
+        """The next job, or ``None`` after ``fetch_poll_interval`` with none.
+        The calling thread runs it next, so a suspect's clock starts now."""
+        uow = self._next_unit()
+        if uow is not None and uow.suspect:
+            self.clock.start(uow)
+        return uow
+
+    def _next_unit(self) -> UnitOfWork | None:
         ledger = self.ledger
         deadline = time.monotonic() + self.poll_interval
         while True:
@@ -235,6 +243,7 @@ class ReliableFetcher:
         with ledger.lock:
             ledger.acks.append(uow)
         if uow.suspect:
+            self.clock.stop(uow)
             self.flush_acks()
 
     def flush_acks(self) -> None:
@@ -257,6 +266,7 @@ class ReliableFetcher:
         for uow in units:
             moved += int(self.scripts.call("core.requeue", conn, [uow.private, keys.queue(uow.queue)], [uow.job]))
             if uow.suspect:
+                self.clock.stop(uow)
                 conn.srem(self._running_key, uow.suspect)
         with self.ledger.lock:
             self.ledger.settle(units)
@@ -266,6 +276,8 @@ class ReliableFetcher:
         """A job that was neither finished nor booked (the retry layer could not
         reach Redis): it is still in the private list, and the next claim gives
         it back to its queue (the reaper would not: this process is alive)."""
+        if uow.suspect:
+            self.clock.stop(uow)
         self.reconciler.abandon(uow)
 
     def quiet(self) -> None:
@@ -297,6 +309,7 @@ class ReliableFetcher:
         self.unstarted()
         self.flush_acks()
         moved = self.reconciler.requeue_leftovers(keep=set())
+        self.clock.stop_all()
         self.pool.client.delete(self._running_key)
         with self.ledger.lock:
             self.ledger.outstanding.clear()

@@ -58,8 +58,9 @@ SUSPECTS = "super_fetch:suspects"
 
 
 def running_suspects(identity: str) -> str:
-    """SET of the suspects a process is running right now: what the reaper
-    counts against if that process dies too."""
+    """SET of the suspects a process is running and that are still young
+    (in the first ``poison_pill_window`` seconds of their run): what the
+    reaper counts against if that process dies too."""
     return f"super_fetch:running:{identity}"
 
 

@@ -22,11 +22,15 @@ same host name finds its predecessor's lists that way, at its boot sweep.
 
 A job recovered for the first time is counted in ``super_fetch:recovered:<id>``
 (72 h) and becomes a *suspect*; after that it is counted again only when the
-dead process was running it (the fetcher marks running suspects, see
-:mod:`wurk.fetch`). At the third counted recovery it is a poison pill: it goes
-to the dead set instead, and its copy is taken off the queue; its outcome is
-``died`` for the reason ``poison_pill`` (no death handlers run, as before). A job that was
-only claimed beside the one that crashed its process never gets there.
+dead process had marked it, which the fetcher does for a suspect in the first
+``poison_pill_window`` seconds of its run (see :mod:`wurk.fetch_suspects`);
+an iterable job's checkpoint that moved its cursor resets its count (see
+:mod:`wurk.iterable.state`). At the third counted recovery it is a poison
+pill: it goes to the dead set instead, its copy is taken off the queue and
+its iteration state ``it-<jid>`` deleted, the death handlers run and its
+outcome is ``died`` for the reason ``poison_pill``. A job that was only
+claimed beside the one that crashed its process, or killed long after it
+started, never gets there.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from wurk import payload as wire
 from wurk.component import Component
 from wurk.identity import live_nonces, parse_private_queue
 from wurk.outcomes import Outcome
+from wurk.retry import JobRetry
 from wurk.scripts import Arg
 
 if TYPE_CHECKING:
@@ -161,6 +166,8 @@ class Reaper(Component):
         for on_poison in list(self.config.option("poison_callbacks") or ()):
             self._call(on_poison, pill)
         self._call(callback, jobstr, pill)
+        if job:  # a payload that is not a job has no one to tell, as in the retry layer
+            JobRetry(self.config).run_death_handlers(job, poisoned(count), "poison_pill")
         # Told whatever the payload: a listener keyed on jids skips a jid-less one.
         outcomes.report(self.config, Outcome.of("died", job, queue=queue, reason="poison_pill"))
         return "poison"
@@ -172,6 +179,15 @@ class Reaper(Component):
             callback(*args)
         except Exception as exc:
             self.config.handle_exception(exc, {"context": "poison pill callback"})
+
+
+def poisoned(count: int) -> RuntimeError:
+    """What the death handlers get for a poison pill: it raised nothing, it
+    crashed the processes that ran it."""
+    try:
+        raise RuntimeError(f"poison pill: its process died while it was running, {count} times")
+    except RuntimeError as exc:
+        return exc
 
 
 def _escape(pattern: str) -> str:

@@ -249,6 +249,7 @@ RUNTIME_OPTIONS = (
     "metrics_flush_interval",
     "super_fetch_reaper_interval",
     "super_fetch_callback",
+    "poison_pill_window",
     "poison_callbacks",
     "leader_ttl",
     "leader_renew_interval",
@@ -266,6 +267,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "death_handlers": handler_list,
     "redis_error_handlers": handler_list,
     "fetch_poll_interval": positive_number,
+    "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
 }
 

@@ -2,7 +2,8 @@
 
 The class owns ``perform``: it loads the job's progress from ``it-<jid>``,
 asks ``build_enumerator`` for the walk from the saved cursor, and calls
-``each_iteration`` per item, checkpointing on a five-second timer. A stop
+``each_iteration`` per item, checkpointing on a five-second timer (``STATE_FLUSH_INTERVAL``, which a
+subclass may change). A stop
 (quiet, shutdown, or ``Interrupted`` raised by the job) checkpoints the exact
 position and gives the payload back to its queue unchanged, so the next run
 resumes where this one stopped; a crash or a hard kill resumes from the last
@@ -156,6 +157,8 @@ class IterableJob(Job):
     _executions: int = 0
     _runtime: float = 0.0
     _started: float = 0.0
+    #: The saved cursor this run began from, as saved (JSON text).
+    _began_at: str = "null"
     _cancelled: int | None = None
 
     _persist: bool | None = None
@@ -175,6 +178,7 @@ class IterableJob(Job):
         progress = state.load(default_config().redis_pool, self.jid or "") if self._persisted() else state.Progress()
         self._executions = progress.executions
         self._cursor = self._position = progress.cursor
+        self._began_at = state.encode_cursor(progress.cursor, self._owner())
         self._runtime = progress.runtime
         self._cancelled = progress.cancelled
         self._started = time.monotonic()
@@ -216,6 +220,7 @@ class IterableJob(Job):
         if self._cancelled is not None:
             raise _Cancelled()  # cancelled before this run began
         flushed_at = time.monotonic()
+        flush_interval = self.STATE_FLUSH_INTERVAL
         for pair in walk:
             try:
                 item, cursor = pair
@@ -235,7 +240,7 @@ class IterableJob(Job):
             else:
                 self.each_iteration(item, *args)
             self._cursor = cursor
-            if time.monotonic() - flushed_at >= state.STATE_FLUSH_INTERVAL:
+            if time.monotonic() - flushed_at >= flush_interval:
                 self._checkpoint()
                 flushed_at = time.monotonic()
 
@@ -257,7 +262,10 @@ class IterableJob(Job):
         if not self._persisted():
             return
         runtime = self._runtime + (time.monotonic() - self._started)
-        cancelled = state.flush(default_config().redis_pool, self.jid or "", self._executions, text, runtime)
+        progressed = text != self._began_at
+        cancelled = state.flush(
+            default_config().redis_pool, self.jid or "", self._executions, text, runtime, progressed=progressed
+        )
         if cancelled is not None and self._cancelled is None:
             self._cancelled = cancelled
 

@@ -10,7 +10,11 @@ between a Ruby and a Python worker in either direction:
 
 A checkpoint is one ``MULTI`` that writes the three progress fields, renews
 the 30-day expiry and reads ``cancelled`` back, so the poll for a remote
-cancellation costs no extra round trip.
+cancellation costs no extra round trip. A checkpoint that moved the cursor
+past where the run began also deletes the job's poison-pill count
+(``super_fetch:recovered:<jid>``, see :mod:`wurk.reaper`): the job made
+progress since its last crash, so that crash was not a poison pill's, and
+one more crash is counted as a first.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wurk import keys
 from wurk.errors import CursorError
 
 if TYPE_CHECKING:
@@ -104,8 +109,12 @@ def encode_cursor(cursor: Any, owner: str) -> str:
     return text
 
 
-def flush(pool: RedisPool, jid: str, executions: int, cursor_text: str, runtime: float) -> int | None:
-    """Checkpoint the progress; the ``cancelled`` stamp if one was written."""
+def flush(
+    pool: RedisPool, jid: str, executions: int, cursor_text: str, runtime: float, *, progressed: bool = False
+) -> int | None:
+    """Checkpoint the progress; the ``cancelled`` stamp if one was written.
+    ``progressed``: the cursor moved since the run began, which clears the
+    job's poison-pill count."""
     key = iteration_key(jid)
 
     def write(conn: Any) -> list[Any]:
@@ -113,6 +122,8 @@ def flush(pool: RedisPool, jid: str, executions: int, cursor_text: str, runtime:
         pipe.hset(key, mapping={"ex": executions, "c": cursor_text, "rt": runtime})
         pipe.expire(key, STATE_TTL)
         pipe.hget(key, "cancelled")
+        if progressed:
+            pipe.delete(keys.poison_recoveries(jid))
         return list(pipe.execute())
 
     cancelled = pool.execute(write)[2]

@@ -6,7 +6,8 @@
 --
 -- Suspects (jobs the reaper recovered from a dead process, listed in the
 -- suspects set) are marked in this process's running set when claimed, so
--- that if this process dies too the reaper knows they were running. A suspect
+-- that if this process dies too the reaper knows they were running (the
+-- process takes the mark off once one has run for a while). A suspect
 -- recovered twice or more runs alone in its process: it is claimed only as the
 -- first job of a claim that ARGV[2] allows to be alone, and otherwise put back
 -- where it was, ending the claim on that queue.

@@ -4,13 +4,15 @@
 -- or when the dead process had marked it as a running suspect. So a job that
 -- merely sat claimed beside the one that crashed the process is counted once
 -- at most, and only a job that was running at each crash reaches the
--- threshold. A counted job becomes a suspect (the fetch marks it while it
--- runs); at the threshold it is a poison pill and goes to the dead set
--- instead. All in one step, so no fetch can take a poison pill between its
--- return to the queue and its removal. Jobs move tail to tail: the oldest
--- claim is returned first, to where the next fetch looks.
+-- threshold. A counted job becomes a suspect (the fetch marks it in its first
+-- seconds of running); at the threshold it is a poison pill and goes to the
+-- dead set instead, and its iteration state goes with it. All in one step, so
+-- no fetch can take a poison pill between its return to the queue and its
+-- removal. Jobs move tail to tail: the oldest claim is returned first, to
+-- where the next fetch looks.
 -- The counter `super_fetch:recovered:<id>` (id: the jid, or "sha1:<hex>" of a
--- payload without one) is named from each job, so it cannot be passed in KEYS.
+-- payload without one) and an iterable job's state `it-<jid>` are named from
+-- each job, so they cannot be passed in KEYS.
 -- KEYS[1]: the dead owner's private list
 -- KEYS[2]: the public queue
 -- KEYS[3]: the `dead` sorted set
@@ -32,9 +34,11 @@ for _ = 1, tonumber(ARGV[6]) do
     break
   end
   local id
+  local jid = false
   local ok, parsed = pcall(cjson.decode, job)
   if ok and type(parsed) == "table" and type(parsed["jid"]) == "string" then
     id = parsed["jid"]
+    jid = true
   else
     id = "sha1:" .. redis.sha1hex(job)
   end
@@ -50,6 +54,9 @@ for _ = 1, tonumber(ARGV[6]) do
     redis.call("ZADD", KEYS[3], ARGV[3], job)
     redis.call("ZREMRANGEBYSCORE", KEYS[3], "-inf", tonumber(ARGV[3]) - tonumber(ARGV[4]))
     redis.call("ZREMRANGEBYRANK", KEYS[3], 0, -tonumber(ARGV[5]))
+    if jid then
+      redis.call("UNLINK", "it-" .. id)
+    end
   else
     redis.call("SADD", KEYS[4], id)
     redis.call("EXPIRE", KEYS[4], ttl)
