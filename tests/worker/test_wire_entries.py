@@ -124,12 +124,12 @@ def make_due(redis, key: str, member: str) -> None:
 
 def promoter_seen(commands: list[Command], pushes: list[Command]) -> str:
     """Which promoter made ``pushes`` (the LPUSHes of promoted jobs), from the
-    commands the server ran: the client's LPUSH (default), a script's LPUSH
-    (reliable), a script's LPUSH under the promotion lock (reliable through
-    the client middleware)."""
-    by_script = {push.client == "lua" for push in pushes}
-    assert len(by_script) == 1, "every promotion went the same way"
-    if not by_script.pop():
+    commands the server ran. Every push is a script's LPUSH now (the client's
+    push is the fenced ``core.push``): the default promoter is told by the
+    receipts its fenced pop leaves (``wurk:popped:*``), the reliable one
+    through the client middleware by its promotion lock."""
+    assert pushes and all(push.client == "lua" for push in pushes)
+    if any((c.key or "").startswith("wurk:popped:") for c in commands if c.name == "set"):
         return "default"
     locked = any((c.key or "").startswith("promote-lock:") for c in commands if c.name == "set")
     return "reliable-chained" if locked else "reliable"
