@@ -171,6 +171,28 @@ def test_a_closing_whose_reply_is_lost_still_completes_the_batch(lossy_config, f
     assert callback_events(redis) == ["complete"]
 
 
+def test_callbacks_handed_to_a_testing_mode_after_a_lost_reply_still_run(
+    lossy_config, fault_proxy, redis, wurk_testing_middleware
+):
+    """Under a testing mode that counts batches, a fired callback is taken
+    back out of the real queue and run inline. Before: the removal sent again
+    found nothing, and the callback ran nowhere."""
+    from tests.batches import jobs
+    from wurk import testing
+    from wurk_batches import ServerMiddleware
+
+    wurk_testing_middleware.add(ServerMiddleware)
+    jobs.heard.clear()
+    batch = Batch()
+    batch.on("success", jobs.Heard).on("complete", jobs.Heard)
+    fault_proxy.lose_reply(FaultProxy.command(b"LREM", b"queue:default"), times=2)
+    with testing.inline(), batch.jobs():
+        Row.perform_async(1)
+    assert len(fault_proxy.lost) == 2
+    assert sorted(jobs.heard) == [("complete", batch.bid, 0), ("success", batch.bid, 0)]
+    assert redis.keys("queue:*") == []
+
+
 @pytest.mark.slow
 def test_a_worker_whose_acks_lose_their_replies_books_and_fires_each_event_once(config, fault_proxy, redis, tmp_path):
     """A real worker talking through the proxy: the success and death acks it

@@ -23,6 +23,7 @@ import wurk
 from wurk import fence, testing
 from wurk import keys as core_keys
 from wurk import payload as wire
+from wurk.errors import LostReplyError
 from wurk_batches import keys
 from wurk_batches.constants import (
     CALLBACK_JOB,
@@ -207,12 +208,21 @@ class Books:
         """
         client = wurk.Client(self.config)
         key = core_keys.queue(queue)
+        pool = self.config.redis_pool
         for _jid, payload in callbacks:
 
             def take(conn: Any, payload: str = payload) -> int:
                 return int(conn.lrem(key, 1, payload))
 
-            if self.config.redis_pool.execute(take):
+            try:
+                taken = bool(pool.execute(take, once=True))
+            except LostReplyError:
+                # Sent again, the removal would find nothing and leave the
+                # callback nowhere. The payload (its jid is new) is this
+                # call's alone: gone from the queue means taken.
+                still = pool.execute(lambda conn, payload=payload: conn.lpos(key, payload))
+                taken = still is None or bool(pool.execute(take))
+            if taken:
                 client.raw_push([wire.loads(payload)])
 
     def fire_death(self, bid: str | None) -> None:
