@@ -214,14 +214,16 @@ class Books:
             def take(conn: Any, payload: str = payload) -> int:
                 return int(conn.lrem(key, 1, payload))
 
+            def queued(conn: Any, payload: str = payload) -> bool:
+                return conn.lpos(key, payload) is not None
+
             try:
                 taken = bool(pool.execute(take, once=True))
             except LostReplyError:
                 # Sent again, the removal would find nothing and leave the
                 # callback nowhere. The payload (its jid is new) is this
                 # call's alone: gone from the queue means taken.
-                still = pool.execute(lambda conn, payload=payload: conn.lpos(key, payload))
-                taken = still is None or bool(pool.execute(take))
+                taken = not pool.execute(queued) or bool(pool.execute(take))
             if taken:
                 client.raw_push([wire.loads(payload)])
 
