@@ -31,8 +31,8 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 import wurk
+from wurk import fence, testing
 from wurk import payload as wire
-from wurk import testing
 from wurk_batches import context, keys
 from wurk_batches import status as statuses
 from wurk_batches.books import Books
@@ -224,8 +224,12 @@ class Batch:
         if self._mutable:
             self._callbacks[event].append(entry)
             return self
+        # Fenced: sent again after a lost reply, the entry is not appended twice.
+        ticket = fence.ticket()
         registered = self._call(
-            "register", [keys.batch(self.bid), keys.marker(self.bid, event)], [f"cb-{event}", entry]
+            "register",
+            [keys.batch(self.bid), keys.marker(self.bid, event), ticket.key],
+            [f"cb-{event}", entry, ticket.seq, ticket.ttl],
         )
         if registered == -1:
             raise ValueError(f"batch {self.bid} does not exist (expired or deleted): cannot register a callback")

@@ -20,9 +20,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import wurk
+from wurk import fence, testing
 from wurk import keys as core_keys
 from wurk import payload as wire
-from wurk import testing
+from wurk.errors import LostReplyError
 from wurk_batches import keys
 from wurk_batches.constants import (
     CALLBACK_JOB,
@@ -100,19 +101,27 @@ class Books:
         self._call("ack_failure", [keys.batch(bid), keys.failed(bid)], [jid, DEFAULT_EXPIRY_SECONDS])
 
     def ack_death(self, bid: str, jid: str) -> None:
-        found, booked, live, kids = self._call(
+        found, dead, live, kids = self._call(
             "ack_death",
             [keys.batch(bid), keys.jids(bid), keys.failed(bid), keys.died(bid), keys.pkids(bid)],
             [jid, DEFAULT_EXPIRY_SECONDS],
         )
-        if found and booked:
+        # ``dead`` also when the jid was booked dead before: by an earlier
+        # telling, or by this very call whose reply was lost and that the
+        # pool sent again. Death fires at most once whatever the number of calls.
+        if found and dead:
             self.fire_death(bid)
         if found and live == 0 and kids == 0:
             self.evaluate(bid)
 
     def remove_jobs(self, bid: str, jids: list[str]) -> int:
+        # A receipt of the count, so the call sent again after a lost reply
+        # answers what it removed (and the batch is still looked at).
+        ticket = fence.ticket()
         removed, live, kids = self._call(
-            "remove_jobs", [keys.batch(bid), keys.jids(bid), keys.failed(bid), keys.pkids(bid)], jids
+            "remove_jobs",
+            [keys.batch(bid), keys.jids(bid), keys.failed(bid), keys.pkids(bid), keys.removal_receipt(ticket.token)],
+            [ticket.seq, ticket.ttl, *jids],
         )
         if removed and live == 0 and kids == 0:
             self.evaluate(bid)
@@ -199,12 +208,23 @@ class Books:
         """
         client = wurk.Client(self.config)
         key = core_keys.queue(queue)
+        pool = self.config.redis_pool
         for _jid, payload in callbacks:
 
             def take(conn: Any, payload: str = payload) -> int:
                 return int(conn.lrem(key, 1, payload))
 
-            if self.config.redis_pool.execute(take):
+            def queued(conn: Any, payload: str = payload) -> bool:
+                return conn.lpos(key, payload) is not None
+
+            try:
+                taken = bool(pool.execute(take, once=True))
+            except LostReplyError:
+                # Sent again, the removal would find nothing and leave the
+                # callback nowhere. The payload (its jid is new) is this
+                # call's alone: gone from the queue means taken.
+                taken = not pool.execute(queued) or bool(pool.execute(take))
+            if taken:
                 client.raw_push([wire.loads(payload)])
 
     def fire_death(self, bid: str | None) -> None:

@@ -84,6 +84,14 @@ def marker(bid: str, event: str) -> str:
     return f"b-{bid}-{event}"
 
 
+def removal_receipt(token: str) -> str:
+    """STRING ``<seq>:<removed>``: how many jids one thread's last
+    ``remove_jobs`` call took out, kept as long as its write fence
+    (``wurk.fence``), so that the call sent again after a lost reply answers
+    that number instead of 0. Ours alone: Sidekiq Pro has no such key."""
+    return f"wurk:batch-removed:{token}"
+
+
 def tag(name: str) -> str:
     """SET of the bids of the batches tagged ``name``."""
     return f"tags:{name}"

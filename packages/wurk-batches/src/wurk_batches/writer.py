@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from wurk import fence
 from wurk import keys as core_keys
 from wurk import payload as wire
 from wurk.writers import PUSH, PushWriter, push_core
@@ -114,9 +115,13 @@ def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload], *,
     writer does; a scheduled one goes to the ``schedule`` set without ``at``
     and ``enqueued_at``, which are stamped when it is promoted. With
     ``queue=False`` the jobs are counted and registered but not written
-    (a testing mode runs or holds them instead)."""
-    keys = [bkeys.batch(bid), bkeys.jids(bid), bkeys.died(bid), core_keys.QUEUES, core_keys.SCHEDULE]
-    args: list[str | int | float] = [DEFAULT_EXPIRY_SECONDS]
+    (a testing mode runs or holds them instead).
+
+    The call is fenced (``wurk.fence``): sent again after a lost reply, it
+    pushes and counts nothing more (and answers 0)."""
+    ticket = fence.ticket()
+    keys = [bkeys.batch(bid), bkeys.jids(bid), bkeys.died(bid), core_keys.QUEUES, core_keys.SCHEDULE, ticket.key]
+    args: list[str | int | float] = [DEFAULT_EXPIRY_SECONDS, ticket.seq, ticket.ttl]
     now = wire.now_ms()
     for job in jobs:
         keys.append(core_keys.queue(job["queue"]))

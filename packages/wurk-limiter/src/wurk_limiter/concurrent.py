@@ -7,13 +7,13 @@ expires. The only type with metric counters, in ``lmtr-stats:<name>``.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import wurk
+from wurk import fence
 from wurk_limiter import checks, keys
 from wurk_limiter.handle import Attempt, Handle, Request
-from wurk_limiter.limiter import Limiter, number, server_read
+from wurk_limiter.limiter import Limiter, call_token, count_once, number, server_read
 
 #: The counters ``status()`` merges, all zero until first counted.
 COUNTERS = ("held", "held_time", "immediate", "waited", "wait_time", "overages", "reclaimed")
@@ -49,8 +49,8 @@ class Concurrent(Limiter):
         }
         super().__init__(name, options, register=register, config=config)
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
-        token = uuid.uuid4().hex
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
+        token = call_token(call)
         reply = self._script(
             conn,
             "concurrent_acquire",
@@ -63,6 +63,7 @@ class Concurrent(Limiter):
         return Attempt(False, number(reply[1]), number(reply[2]), reset_at=number(soonest) if soonest else None)
 
     def _release(self, handle: Handle) -> None:
+        # Safe to send again: a slot already given back is not found again.
         token = handle.token
         self._pool().execute(
             lambda conn: self._script(
@@ -80,7 +81,7 @@ class Concurrent(Limiter):
             pipe.expire(keys.stats(self.name), self.ttl)
             pipe.execute()
 
-        self._pool().execute(count)
+        count_once(self, "an overage", count)
 
     def _status(self, conn: Any) -> dict[str, Any]:
         now, (slots, counters) = server_read(

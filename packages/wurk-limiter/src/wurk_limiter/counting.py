@@ -9,13 +9,13 @@ interval, so there is no boundary to burst across.
 from __future__ import annotations
 
 import math
-import uuid
 from typing import Any
 
 import wurk
+from wurk import fence
 from wurk_limiter import checks, keys
 from wurk_limiter.handle import Attempt, Request
-from wurk_limiter.limiter import Limiter, number, server_read
+from wurk_limiter.limiter import Limiter, call_token, number, server_read
 
 #: Tries for a bucket charge whose period key went stale between the caller
 #: learning Redis's clock and the script running (a boundary in between).
@@ -88,14 +88,14 @@ class Bucket(_Counting):
     def _learn_time(self, now: float) -> None:
         self._epoch = math.floor(now / self.interval)
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
         for _ in range(STALE_KEY_TRIES):
             epoch = self._epoch
             reply = self._script(
                 conn,
                 "bucket_acquire",
-                [keys.bucket(self.name, epoch), keys.meta(self.name)],
-                [self.count, int(self.interval), self.ttl, request.used, epoch],
+                [keys.bucket(self.name, epoch), keys.meta(self.name), call.key],
+                [self.count, int(self.interval), self.ttl, request.used, epoch, call.seq, call.ttl],
             )
             status = int(reply[0])
             if status == -1:
@@ -163,12 +163,12 @@ class Window(_Counting):
             config=config,
         )
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
         reply = self._script(
             conn,
             "window_acquire",
             [keys.window(self.name), keys.meta(self.name)],
-            [self.count, repr(self.interval), self.ttl, request.used, uuid.uuid4().hex],
+            [self.count, repr(self.interval), self.ttl, request.used, call_token(call)],
         )
         leaves = reply[3] if len(reply) > 3 else None
         return Attempt(int(reply[0]) == 1, number(reply[1]), number(reply[2]), reset_at=number(leaves) or None)

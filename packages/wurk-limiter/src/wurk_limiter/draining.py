@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import wurk
+from wurk import fence
 from wurk_limiter import checks, keys
 from wurk_limiter.handle import Attempt, Handle, Request
 from wurk_limiter.limiter import Limiter, number, server_read
@@ -49,12 +50,12 @@ class Leaky(Limiter):
         """Drops drained per second."""
         return self.bucket_size / self.drain
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
         reply = self._script(
             conn,
             "leaky_acquire",
-            [keys.leaky(self.name), keys.meta(self.name)],
-            [self.bucket_size, repr(self.drain), self.ttl],
+            [keys.leaky(self.name), keys.meta(self.name), call.key],
+            [self.bucket_size, repr(self.drain), self.ttl, call.seq, call.ttl],
         )
         fits = reply[3] if len(reply) > 3 else None
         return Attempt(int(reply[0]) == 1, number(reply[1]), number(reply[2]), reset_at=number(fits) or None)
@@ -109,17 +110,25 @@ class Points(Limiter):
     def _charge(self, request: Request) -> float:
         return float(request.estimate or 0.0)
 
-    def _run(self, conn: Any, mode: str, amount: float) -> list[Any]:
+    def _run(self, conn: Any, mode: str, amount: float, call: fence.Ticket) -> list[Any]:
         reply: list[Any] = self._script(
             conn,
             "points",
-            [keys.points(self.name), keys.meta(self.name)],
-            [repr(self.initial_points), repr(self.refill_per_second), self.ttl, mode, repr(float(amount))],
+            [keys.points(self.name), keys.meta(self.name), call.key],
+            [
+                repr(self.initial_points),
+                repr(self.refill_per_second),
+                self.ttl,
+                mode,
+                repr(float(amount)),
+                call.seq,
+                call.ttl,
+            ],
         )
         return reply
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
-        reply = self._run(conn, "spend", self._charge(request))
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
+        reply = self._run(conn, "spend", self._charge(request), call)
         ready = reply[3] if len(reply) > 3 else None
         used = self.initial_points - number(reply[2])
         return Attempt(int(reply[0]) == 1, number(reply[1]), used, reset_at=number(ready) or None)
@@ -128,7 +137,8 @@ class Points(Limiter):
         spent = checks.non_negative("actual", actual)
         delta = handle.charged - spent  # positive refunds, negative charges more
         if delta:
-            self._pool().execute(lambda conn: self._run(conn, "settle", delta))
+            call = fence.ticket()  # fenced: a refund sent again is not refunded twice
+            self._pool().execute(lambda conn: self._run(conn, "settle", delta, call))
         return spent
 
     def _status(self, conn: Any) -> dict[str, Any]:

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import wurk
+from wurk import fence
+from wurk.errors import LostReplyError
 from wurk.redis_pool import RedisPool
 from wurk_limiter import checks, keys
 from wurk_limiter.admission import Admission
@@ -140,7 +142,11 @@ class Limiter:
 
     # -- what each type provides ----------------------------------------------
 
-    def _acquire(self, conn: Any, request: Request, first: float | None) -> Attempt:
+    def _acquire(self, conn: Any, request: Request, first: float | None, call: fence.Ticket) -> Attempt:
+        """One acquire script call. ``call`` is the same on every sending of
+        one attempt (the pool sends it again after a lost reply): the script
+        recognises by it an admission it already made, by the fence of
+        ``call.key`` or by an entry named with :func:`call_token`."""
         raise NotImplementedError
 
     def _status(self, conn: Any) -> dict[str, Any]:
@@ -258,7 +264,8 @@ class Limiter:
         return admission.run(fn, wants_handle)
 
     def _try(self, request: Request, first: float | None) -> Attempt:
-        return self._pool().execute(lambda conn: self._acquire(conn, request, first))
+        call = fence.ticket()  # taken once, outside the retried operation
+        return self._pool().execute(lambda conn: self._acquire(conn, request, first, call))
 
     def _next_delay(self, attempt: Attempt, started: float) -> float | None:
         """Seconds to sleep before the next attempt, or None once the wait is over."""
@@ -341,6 +348,24 @@ class Limiter:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._options_json}>"
+
+
+def call_token(call: fence.Ticket) -> str:
+    """A name unique to one acquire call, the same on every sending of it:
+    a concurrent slot's token, a window's entries' prefix."""
+    return f"{call.token}.{call.seq}"
+
+
+def count_once(limiter: Limiter, what: str, operation: Callable[[Any], Any]) -> None:
+    """Run a counter's write that must not be applied twice (``HINCRBY`` of a
+    metric): after a lost reply it is not sent again but logged, since it may
+    or may not have been counted."""
+    try:
+        limiter._pool().execute(operation, once=True)
+    except LostReplyError:
+        limiter.config.logger.warning(
+            "limiter %s: the reply to counting %s was lost; it may not have been counted", limiter.name, what
+        )
 
 
 def server_read(conn: Any, *commands: tuple[str, tuple[Any, ...]]) -> tuple[float, list[Any]]:

@@ -7,7 +7,9 @@
 -- pending at 0, no dead jid, and every child succeeded. When a parent waits
 -- on this batch and no complete or success callback of it is left running,
 -- the batch leaves the parent's pending children, and the caller looks at
--- the parent next.
+-- the parent next. A marker holds the `now` of the call that set it: the same
+-- call sent again after a lost reply finds its own value there and answers
+-- "fired now" again (pushing nothing more), so the firing is still logged.
 -- KEYS[1]: the batch hash `b-<bid>`
 -- KEYS[2]: its live set `b-<bid>-jids`
 -- KEYS[3]: its pending-children set `b-<bid>-pkids`
@@ -72,6 +74,8 @@ if redis.call("SET", KEYS[8], ARGV[2], "NX", "EX", ttl) then
   fired_complete = 1
   redis.call("HSET", KEYS[1], "complete", "1", "complete_at", ARGV[2])
   push(11, success_first - 1)
+elseif redis.call("GET", KEYS[8]) == ARGV[2] then
+  fired_complete = 1 -- by this very call
 end
 
 local fired_success = 0
@@ -82,7 +86,9 @@ for i = 13, #KEYS do
     succeeded = false
   end
 end
-if succeeded and redis.call("SET", KEYS[9], ARGV[2], "NX", "EX", ttl) then
+if succeeded and redis.call("GET", KEYS[9]) == ARGV[2] then
+  fired_success = 1 -- by this very call
+elseif succeeded and redis.call("SET", KEYS[9], ARGV[2], "NX", "EX", ttl) then
   fired_success = 1
   redis.call("HSET", KEYS[1], "success_at", ARGV[2])
   push(success_first, #ARGV)

@@ -1,6 +1,8 @@
 -- Fires death for a batch at most once, ever (a `SET NX` marker that
 -- outlives a recovery), records it in `dead-batches` and pushes the death
--- callback jobs in the same step.
+-- callback jobs in the same step. The marker holds the `now` of the call that
+-- set it: the same call sent again after a lost reply finds its own value and
+-- answers "fired now" again, pushing nothing more.
 -- KEYS[1]: the batch hash `b-<bid>`
 -- KEYS[2]: its death marker `b-<bid>-death`
 -- KEYS[3]: the `dead-batches` sorted set
@@ -22,6 +24,9 @@ if (redis.call("HGET", KEYS[1], "cb-death") or "") ~= ARGV[4] then
   return 1
 end
 if not redis.call("SET", KEYS[2], ARGV[2], "NX", "EX", tonumber(ARGV[3])) then
+  if redis.call("GET", KEYS[2]) == ARGV[2] then
+    return 3 -- this very call fired it
+  end
   return 2
 end
 redis.call("HSET", KEYS[1], "death_at", ARGV[2])

@@ -17,7 +17,9 @@
 -- ARGV[6]: the parent's bid, "" for none
 -- ARGV[7]: the hash fields, a JSON object of strings (first block only)
 -- Returns: 1 when the block is open, 0 when a reopened batch is gone, -1
--- when a new batch's bid is taken already.
+-- when a new batch's bid is taken already. A new batch's opening sent again
+-- after a lost reply finds the batch it created, holding its own token (random
+-- per block), and answers 1 again instead of calling the bid taken.
 local exists = redis.call("EXISTS", KEYS[1]) == 1
 if ARGV[2] == "reopen" then
   if not exists then
@@ -31,6 +33,9 @@ if ARGV[2] == "reopen" then
   return 1
 end
 if exists then
+  if redis.call("SISMEMBER", KEYS[2], ARGV[1]) == 1 then
+    return 1 -- this very call created it
+  end
   return -1
 end
 local ttl = tonumber(ARGV[5])
