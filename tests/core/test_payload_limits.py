@@ -63,14 +63,14 @@ def test_a_bulk_push_with_one_bad_job_writes_none(config, redis):
 
 
 @pytest.mark.parametrize(
-    "when", [math.nan, math.inf, -math.inf, HUGE, 2.0**1023 * 2], ids=["nan", "inf", "-inf", "huge-int", "overflow"]
+    "when", [math.nan, math.inf, -math.inf, HUGE, -HUGE], ids=["nan", "inf", "-inf", "huge-int", "-huge-int"]
 )
 def test_a_time_that_is_not_a_finite_number_is_refused(config, redis, when):
-    with pytest.raises(InvalidJobError, match="finite number|interval"):
+    with pytest.raises(InvalidJobError, match="an interval must be a finite number of seconds"):
         Plain.perform_in(when)
-    with pytest.raises(InvalidJobError, match="finite number|time"):
+    with pytest.raises(InvalidJobError, match="an interval must be a finite number of seconds"):
         Plain.perform_at(when)
-    with pytest.raises(InvalidJobError, match="'at'"):
+    with pytest.raises(InvalidJobError, match="'at' must be a finite number of seconds"):
         wurk.Client(config).push({"class": Plain, "args": [], "at": when})
     assert redis.dbsize() == 0
 

@@ -21,11 +21,12 @@ from hypothesis import strategies as st
 import wurk
 from tests.fuzz import values
 from tests.fuzz.fuzz_app import Echo
+from tests.fuzz.profiles import TIMEOUT
 from wurk.errors import WurkError
 from wurk.processor import parse_job
 from wurk.transactional import TransactionAwareClient
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 #: The fixtures hold a server connection and a configuration, both fine to
 #: share between examples: each example starts by emptying the keyspace.

@@ -30,9 +30,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz import values
+from tests.fuzz.profiles import PROFILE, TIMEOUT
 from tests.helpers import Subprocess, WorkerPool
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 QUEUE = "fuzz"
 ECHO = "tests.fuzz.fuzz_app.Echo"
@@ -40,7 +41,7 @@ FAILS = "tests.fuzz.fuzz_app.Fails"
 UNREADABLE = "wurk.payload.UnreadableJobError"
 
 #: Examples per run: each one waits for the worker, so fewer than the profile's.
-EXAMPLES = {"ci": 12, "long": 300}[os.environ.get("WURK_FUZZ_PROFILE", "ci")]
+EXAMPLES = {"ci": 12, "long": 300}[PROFILE]
 
 
 @dataclass
@@ -126,7 +127,7 @@ MALFORMED = {
     "jid": [5, None, "", [], {"a": 1}, True],
     "queue": [5, None, "", ["q"]],
     "retry": ["yes", "5", {}, [], -1, 1.5],
-    "retry_count": [-1, 2**60, "3", 1.5, None, True],
+    "retry_count": [2**60, -(2**60), "3", 1.5, None, True],
     "retry_queue": [5, "", {}],
     "retry_for": ["10", [], True],
     "backtrace": ["all", -3, 2.5],
@@ -149,7 +150,7 @@ GOOD_FIELDS = st.fixed_dictionaries(
     {},
     optional={
         "retry": st.booleans() | st.integers(0, 30),
-        "retry_count": st.integers(0, 5),
+        "retry_count": st.integers(-3, 5),
         "tags": st.lists(values.texts.filter(values.text_ok), max_size=3),
         "created_at": st.floats(1e9, 2e9) | st.integers(10**12, 2 * 10**12),
         "enqueued_at": st.floats(1e9, 2e9),
@@ -193,7 +194,7 @@ def batches(draw: st.DrawFn) -> Batch:
             klass = FAILS if kind == "fails" else "Missing" + draw(values.texts.filter(values.text_ok))
             payload = job(klass, draw(st.lists(values.json_values, max_size=2)), retry=retry)
             if draw(st.booleans()):
-                payload["retry_count"] = draw(st.integers(0, 3))
+                payload["retry_count"] = draw(st.integers(-4, 3))
             batch.booked.add(payload["jid"])
             if kind == "fails":
                 batch.failing.add(payload["jid"])

@@ -133,3 +133,28 @@ def test_a_failure_the_retry_layer_cannot_book_sends_the_job_to_the_dead_set(wor
     push(redis, bad, json.dumps(good))
     settle(redis, worker, [good, json.loads(bad)], dead=1)
     assert redis.zrange("dead", 0, -1) == [bad.encode()]
+
+
+def test_a_payload_of_megabytes_is_dead_byte_for_byte_and_not_copied_into_the_log(worker, redis):
+    """The error handler logged the whole payload as context: a 3 MB line per bad payload."""
+    huge = b'{"class":"' + b"x" * 3_000_000
+    good = payload()
+    push(redis, huge, json.dumps(good))
+    settle(redis, worker, [good], dead=1)
+    assert redis.zrange("dead", 0, -1) == [huge]
+    log = worker.log.read_text("utf-8", "replace")
+    assert "(3000010 characters)" in log
+    assert len(log) < 100_000
+
+
+def test_a_job_retried_by_hand_more_often_than_it_failed_is_booked(worker, redis):
+    """A manual retry lowers ``retry_count``, as Sidekiq's does, so it can go
+    below zero; the jitter of such a count was an empty random range, which
+    raised while booking. It is now booked like any other failure."""
+    failing = payload(FAILS, retry_count=-4)
+    push(redis, json.dumps(failing))
+    wait_for(lambda: redis.zcard("retry") == 1, timeout=30)
+    [member] = redis.zrange("retry", 0, -1)
+    assert json.loads(member)["retry_count"] == -3
+    assert runs(redis) == {failing["jid"]: 1}
+    assert redis.zcard("dead") == 0

@@ -413,6 +413,12 @@ def _is_count(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_RETRY_COUNT
 
 
+def _is_retry_count(value: Any) -> bool:
+    """A manual retry from the API lowers the count, as Sidekiq's does, so a
+    job retried by hand before its first failure counts -1."""
+    return type(value) is int and -MAX_RETRY_COUNT <= value <= MAX_RETRY_COUNT
+
+
 #: The most retries a payload may count; far more than any backoff reaches,
 #: and small enough that the next delay (count to the 4th power) is a float.
 MAX_RETRY_COUNT = 2**53
@@ -425,7 +431,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "jid": (_is_name, "a non-empty string"),
     "queue": (_is_name, "a non-empty string"),
     "retry": (lambda v: v is None or type(v) is bool or _is_count(v), "true, false or a whole number >= 0"),
-    "retry_count": (_is_count, f"a whole number from 0 to {MAX_RETRY_COUNT}"),
+    "retry_count": (_is_retry_count, f"a whole number from -{MAX_RETRY_COUNT} to {MAX_RETRY_COUNT}"),
     "retry_queue": (lambda v: v is None or _is_name(v), "a non-empty string"),
     "retry_for": (lambda v: v is None or _is_number(v), "a number of seconds"),
     "backtrace": (lambda v: v is None or type(v) is bool or _is_count(v), "true, false or a line count"),

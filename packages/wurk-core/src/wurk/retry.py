@@ -119,7 +119,9 @@ def default_delay(count: int) -> float:
 
 
 def jitter(count: int) -> int:
-    return random.randrange(10 * (count + 1))
+    # Ruby's rand(n) takes a negative n as its absolute value: a count below
+    # -1 (a job retried by hand more often than it failed) still gets one.
+    return random.randrange(10 * abs(count + 1) or 1)
 
 
 def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
