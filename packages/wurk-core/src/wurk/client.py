@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from wurk import fields, testing
 from wurk import payload as wire
-from wurk import testing
 from wurk.payload import InvalidJobError
 from wurk.writers import PUSH, PushWriter, PushWriterRegistry, writers_for
 
@@ -114,7 +114,7 @@ class Client:
         normed.setdefault("created_at", wire.now_ms())
         self._stamp_expiry(normed)
         normed["args"] = wire.verify_args(normed["args"], self.config["on_complex_arguments"], self.config.logger, name)
-        wire.check_payload(normed)
+        fields.check_payload(normed)
         return normed
 
     @staticmethod

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from wurk.errors import WurkError
@@ -31,7 +31,7 @@ from wurk.errors import WurkError
 RELATIVE_LIMIT = 1_000_000_000
 
 #: A queue name the Sidekiq Web UI (and Wurk's dashboard) can address.
-QUEUE_NAME = re.compile(r"^[A-Za-z0-9_:.\-]+$")
+QUEUE_NAME = re.compile(r"[A-Za-z0-9_:.\-]+")
 
 ComplexMode = Literal["raise", "warn", False]
 
@@ -42,16 +42,6 @@ class InvalidJobError(WurkError, ValueError):
 
 class ComplexArgumentError(InvalidJobError, TypeError):
     """A job argument is not JSON-native and ``on_complex_arguments`` is ``raise``."""
-
-
-class UnreadableJobError(ValueError):
-    """A payload read from Redis that no worker can run. ``job`` is the
-    payload as parsed when it is a JSON object with a ``class`` and ``args``
-    whose other fields are malformed, else ``None``."""
-
-    def __init__(self, message: str, job: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.job = job
 
 
 _encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
@@ -73,35 +63,6 @@ def dumps_any(payload: Mapping[str, Any]) -> str:
 
 def loads(data: str | bytes) -> Any:
     return json.loads(data)
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is beyond the range of a double")
-    return value
-
-
-_strict_decoder = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=_finite_float)
-
-
-def loads_strict(data: str | bytes) -> Any:
-    """JSON as Ruby's parser reads it: UTF-8 only, no ``NaN`` or
-    ``Infinity``, no number beyond a double, no string holding a lone
-    surrogate. Anything else raises a ``ValueError`` saying why, so a worker
-    never runs a job whose failure it could not write back."""
-    text = data.decode() if isinstance(data, bytes) else data
-    try:
-        value = _strict_decoder.decode(text)
-    except RecursionError:
-        raise ValueError("the payload nests too deeply to be read") from None
-    if ("\\ud" in text or "\\uD" in text) and not is_text(_encoder.encode(value)):
-        raise ValueError("the payload holds a lone surrogate, which is not UTF-8 text")
-    return value
 
 
 def exact(raw: Any) -> str | bytes:
@@ -262,8 +223,8 @@ def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_clas
 
 
 def lossy(value: Any, path: str = "args", depth: int = 0, job_class: str = "") -> Any:
-    """``value`` as JSON-native data: tuples and sets become lists, other keys
-    and objects (``NaN`` and infinities too) their ``str()``, text that is not
+    """``value`` as JSON-native data: tuples become lists, other keys
+    and objects (sets, ``NaN`` and infinities too) their ``str()``, text that is not
     UTF-8 loses its lone surrogates. Raises :class:`ComplexArgumentError` for
     what has no such form."""
     kind = type(value)
@@ -275,7 +236,7 @@ def lossy(value: Any, path: str = "args", depth: int = 0, job_class: str = "") -
         if not -INT_LIMIT < value < INT_LIMIT:
             raise ComplexArgumentError(f"job {job_class}: {path} = {short_repr(value)} has too many digits for JSON")
         return value
-    if kind in (list, tuple, dict, set, frozenset) and depth >= MAX_ARGS_DEPTH:
+    if kind in (list, tuple, dict) and depth >= MAX_ARGS_DEPTH:
         raise ComplexArgumentError(
             f"job {job_class}: {path} nests deeper than {MAX_ARGS_DEPTH} levels (or holds itself), "
             "which no JSON reader takes"
@@ -372,7 +333,7 @@ def validate(item: Mapping[str, Any]) -> None:
         raise InvalidJobError(f"a job must be a dict, got {type(item).__name__}")
     if "class" not in item or not item["class"]:
         raise InvalidJobError(f"job has no 'class': {short_repr(dict(item), 200)}")
-    name = _label(item["class"])
+    name = label(item["class"])
     if "args" not in item:
         raise InvalidJobError(f"job {name} has no 'args'")
     if not isinstance(item["args"], list | tuple):
@@ -392,106 +353,12 @@ def validate(item: Mapping[str, Any]) -> None:
             )
 
 
-def _label(job_class: Any) -> str:
+def label(job_class: Any) -> str:
     """How an error message names a job class, whatever was passed as one."""
     if isinstance(job_class, str):
         return short_repr(job_class) if not is_text(job_class) or len(job_class) > 200 else job_class
     name = getattr(job_class, "__qualname__", None)
     return name if isinstance(name, str) else short_repr(job_class)
-
-
-def _is_name(value: Any) -> bool:
-    return type(value) is str and value != "" and is_text(value)
-
-
-def _is_number(value: Any) -> bool:
-    kind = type(value)
-    return kind is int or (kind is float and math.isfinite(value))
-
-
-def _is_count(value: Any) -> bool:
-    return type(value) is int and 0 <= value <= MAX_RETRY_COUNT
-
-
-def _is_retry_count(value: Any) -> bool:
-    """A manual retry from the API lowers the count, as Sidekiq's does, so a
-    job retried by hand before its first failure counts -1."""
-    return type(value) is int and -MAX_RETRY_COUNT <= value <= MAX_RETRY_COUNT
-
-
-#: The most retries a payload may count; far more than any backoff reaches,
-#: and small enough that the next delay (count to the 4th power) is a float.
-MAX_RETRY_COUNT = 2**53
-
-#: The Sidekiq fields core reads, what each must hold, and how to say it. A
-#: client refuses to write a payload that breaks one of them; a worker sends
-#: one it reads to the dead set (see :func:`read_job`) instead of failing
-#: on it later, while booking its failure.
-FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "jid": (_is_name, "a non-empty string"),
-    "queue": (_is_name, "a non-empty string"),
-    "retry": (lambda v: v is None or type(v) is bool or _is_count(v), "true, false or a whole number >= 0"),
-    "retry_count": (_is_retry_count, f"a whole number from -{MAX_RETRY_COUNT} to {MAX_RETRY_COUNT}"),
-    "retry_queue": (lambda v: v is None or _is_name(v), "a non-empty string"),
-    "retry_for": (lambda v: v is None or _is_number(v), "a number of seconds"),
-    "backtrace": (lambda v: v is None or type(v) is bool or _is_count(v), "true, false or a line count"),
-    "dead": (lambda v: v is None or type(v) is bool, "true or false"),
-    "created_at": (_is_number, "an epoch time"),
-    "enqueued_at": (_is_number, "an epoch time"),
-    "failed_at": (_is_number, "an epoch time"),
-    "retried_at": (_is_number, "an epoch time"),
-    "at": (_is_number, "epoch seconds"),
-    "expiry": (lambda v: v is None or _is_number(v), "epoch seconds"),
-    "bid": (_is_name, "a non-empty string"),
-    "tags": (lambda v: type(v) is list and all(type(tag) is str and is_text(tag) for tag in v), "a list of strings"),
-}
-
-
-def check_fields(job: Mapping[str, Any]) -> None:
-    """Raise :class:`InvalidJobError` naming the first field of ``job`` that
-    :data:`FIELDS` refuses."""
-    for name, value in job.items():
-        rule = FIELDS.get(name)
-        if rule is not None and not rule[0](value):
-            raise InvalidJobError(
-                f"job {_label(job.get('class'))}: the field {name!r} must be {rule[1]}, got {short_repr(value)}"
-            )
-
-
-def check_payload(job: Mapping[str, Any]) -> None:
-    """The client's last check before a payload is written: :func:`check_fields`,
-    and every value besides ``args`` (already checked) JSON-native, so that
-    the write cannot fail half-way nor store what a worker refuses."""
-    check_fields(job)
-    for key, value in job.items():
-        if type(key) is not str or not is_text(key):
-            raise InvalidJobError(
-                f"job {_label(job.get('class'))}: an option name must be a string, got {short_repr(key)}"
-            )
-        if key != "args" and not is_native(value):
-            raise InvalidJobError(
-                f"job {_label(job.get('class'))}: the option {key!r} is not native JSON: {find_complex(value, key)}"
-            )
-
-
-def read_job(jobstr: str | bytes) -> dict[str, Any]:
-    """A payload read from a queue as a job a worker can run, or an
-    :class:`UnreadableJobError` saying what is wrong with it."""
-    try:
-        job = loads_strict(jobstr)  # invalid UTF-8 raises UnicodeDecodeError, a ValueError
-    except ValueError as exc:
-        raise UnreadableJobError(f"the payload is not JSON a worker can read: {exc}") from None
-    if not isinstance(job, dict):
-        raise UnreadableJobError(f"a job must be a JSON object, got {type(job).__name__}")
-    if not isinstance(job.get("class"), str) or not job["class"]:
-        raise UnreadableJobError("a job needs a 'class' string")
-    if not isinstance(job.get("args"), list):
-        raise UnreadableJobError("a job needs an 'args' array")
-    try:
-        check_fields(job)
-    except InvalidJobError as exc:
-        raise UnreadableJobError(str(exc), job) from None
-    return job
 
 
 def validate_queue(queue: Any, job_class: str) -> str:

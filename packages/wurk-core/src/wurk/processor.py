@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from wurk import outcomes
-from wurk import payload as wire
+from wurk import fields, outcomes
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
@@ -72,11 +71,11 @@ class ProcessStats:
 
 
 def parse_job(jobstr: str | bytes) -> dict[str, Any]:
-    """The payload as a job, or a :class:`~wurk.payload.UnreadableJobError`
+    """The payload as a job, or a :class:`~wurk.fields.UnreadableJobError`
     (a ``ValueError``) naming what is wrong with it: a payload no worker can
     run goes to the dead set at once, rather than through the retry layer,
-    which could not book it (see :func:`wurk.payload.read_job`)."""
-    return wire.read_job(jobstr)
+    which could not book it (see :func:`wurk.fields.read_job`)."""
+    return fields.read_job(jobstr)
 
 
 #: Errors that say Redis could not be reached or refused a write: a job whose
@@ -171,7 +170,7 @@ class Processor:
         jobstr = uow.job
         try:
             job = parse_job(jobstr)
-        except wire.UnreadableJobError as exc:
+        except fields.UnreadableJobError as exc:
             self._kill_unreadable(uow, exc)
             return
         ack = False
@@ -224,7 +223,7 @@ class Processor:
                 if ack:
                     uow.acknowledge()
 
-    def _kill_unreadable(self, uow: UnitOfWork, exc: wire.UnreadableJobError) -> None:
+    def _kill_unreadable(self, uow: UnitOfWork, exc: fields.UnreadableJobError) -> None:
         """A payload no worker can run goes to the dead set (see
         :meth:`~wurk.retry.JobRetry.kill_unreadable`) and is acknowledged."""
         self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": uow.job})

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys, outcomes
+from wurk import fields, keys, outcomes
 from wurk import payload as wire
 from wurk.errors import Shutdown
 from wurk.failure import (
@@ -138,7 +138,7 @@ def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
     if jobstr is None:
         return job
     try:
-        fetched = wire.loads_strict(jobstr)
+        fetched = fields.loads_strict(jobstr)
     except ValueError:
         return job
     if not isinstance(fetched, dict) or fetched.get("jid") != job.get("jid"):
@@ -320,7 +320,7 @@ class JobRetry:
         """A payload nobody can parse goes to the dead set as it is."""
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, jobstr))
 
-    def kill_unreadable(self, jobstr: str | bytes, exc: wire.UnreadableJobError) -> None:
+    def kill_unreadable(self, jobstr: str | bytes, exc: fields.UnreadableJobError) -> None:
         """Put a payload no worker can run in the dead set: byte for byte
         when it is not a JSON object with a ``class`` and ``args``; else, as a
         Sidekiq dead entry, the object with ``error_class``, ``error_message``
