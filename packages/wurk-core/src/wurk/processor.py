@@ -211,14 +211,15 @@ class Processor:
             except BaseException as exc:
                 # Past the retry layer. Redis went away while booking the
                 # failure: the job stays in the private list, and the next
-                # fetch gives it back to its queue. Anything else is a payload
-                # the retry layer cannot book: given back, it would fail the
-                # same way at once, forever, so it goes to the dead set.
+                # fetch gives it back to its queue. Anything else, before the
+                # job finished, is a payload the retry layer cannot book:
+                # given back, it would fail the same way at once, forever, so
+                # it goes to the dead set.
                 self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
-                if isinstance(exc, REDIS_TROUBLE) or not isinstance(exc, Exception):
-                    self._abandon(uow)
+                if not ack and isinstance(exc, Exception) and not isinstance(exc, REDIS_TROUBLE):
+                    ack = self._kill_unbookable(uow, job, exc)
                 else:
-                    ack = self._kill_unbookable(uow, exc)
+                    self._abandon(uow)
             finally:
                 if ack:
                     uow.acknowledge()
@@ -235,7 +236,7 @@ class Processor:
             return
         uow.acknowledge()
 
-    def _kill_unbookable(self, uow: UnitOfWork, exc: Exception) -> bool:
+    def _kill_unbookable(self, uow: UnitOfWork, job: dict[str, Any], exc: Exception) -> bool:
         """The payload whose failure could not be booked, to the dead set as
         it was fetched; whether that worked (then it is acknowledged)."""
         try:
@@ -244,7 +245,12 @@ class Processor:
             self.config.handle_exception(kill_exc, {"context": "Internal exception!", "jobstr": uow.job})
             self._abandon(uow)
             return False
-        self.config.logger.error("job %s could not be booked (%r): moved to the dead set as it was", uow.queue, exc)
+        self.config.logger.error(
+            "%s jid=%s: its failure could not be booked (%r), so it was moved to the dead set as fetched",
+            job.get("class"),
+            job.get("jid"),
+            exc,
+        )
         return True
 
     def _abandon(self, uow: UnitOfWork) -> None:
