@@ -122,3 +122,11 @@ def test_lossy_arguments_are_always_json(config, redis):
         wurk.Client(config).push({"class": Plain, "args": [loop]})
     with pytest.raises(ComplexArgumentError, match="too many digits"):
         wurk.Client(config).push({"class": Plain, "args": [HUGE]})
+
+
+def test_tags_of_none_are_no_tags(config, redis):
+    """``tags=None`` passed the checks and then failed while normalising, with
+    "'NoneType' object is not iterable"."""
+    wurk.Client(config).push({"class": Plain, "args": [], "tags": None})
+    [raw] = redis.lrange("queue:default", 0, -1)
+    assert "tags" not in json.loads(raw)

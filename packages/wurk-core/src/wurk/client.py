@@ -104,8 +104,10 @@ class Client:
         normed["args"] = list(normed["args"])
         normed["queue"] = wire.validate_queue(normed.get("queue"), name)
         normed.pop("pool", None)
-        if "tags" in normed:
+        if normed.get("tags") is not None:
             normed["tags"] = [_tag(tag, name) for tag in normed["tags"]]
+        else:
+            normed.pop("tags", None)  # no tags, as when the key is missing
         options = self.config.job_options
         options.check(normed)
         options.coerce(normed)
