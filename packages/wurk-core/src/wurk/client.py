@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from wurk import fields, testing
 from wurk import payload as wire
-from wurk import testing
 from wurk.payload import InvalidJobError
 from wurk.writers import PUSH, PushWriter, PushWriterRegistry, writers_for
 
@@ -28,6 +28,14 @@ BULK_BATCH_SIZE = 1000
 BULK_SCHEDULED_BATCH_SIZE = 100
 
 Payload = dict[str, Any]
+
+
+def _tag(tag: Any, job_class: str) -> str:
+    """A tag as the payload carries it: its ``str()``."""
+    try:
+        return tag if type(tag) is str else str(tag)
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise InvalidJobError(f"job {job_class}: tags[{wire.short_repr(tag)}] has no string form: {exc}") from None
 
 
 class Client:
@@ -96,8 +104,10 @@ class Client:
         normed["args"] = list(normed["args"])
         normed["queue"] = wire.validate_queue(normed.get("queue"), name)
         normed.pop("pool", None)
-        if "tags" in normed:
-            normed["tags"] = [str(tag) for tag in normed["tags"]]
+        if normed.get("tags") is not None:
+            normed["tags"] = [_tag(tag, name) for tag in normed["tags"]]
+        else:
+            normed.pop("tags", None)  # no tags, as when the key is missing
         options = self.config.job_options
         options.check(normed)
         options.coerce(normed)
@@ -106,13 +116,14 @@ class Client:
         normed.setdefault("created_at", wire.now_ms())
         self._stamp_expiry(normed)
         normed["args"] = wire.verify_args(normed["args"], self.config["on_complex_arguments"], self.config.logger, name)
+        fields.check_payload(normed)
         return normed
 
     @staticmethod
     def _convert_durations(normed: Payload) -> None:
         for key in ("retry_for", "expires_in"):
             if key in normed and normed[key] is not None:
-                seconds = wire.to_seconds(normed[key])
+                seconds = wire.to_seconds(normed[key], f"job {normed['class']}: {key}")
                 normed[key] = int(seconds) if seconds.is_integer() else seconds
 
     @staticmethod
@@ -220,10 +231,7 @@ class Client:
         values = list(at) if isinstance(at, list | tuple) else [at] * count
         if len(values) != count:
             raise InvalidJobError(f"push_bulk: 'at' has {len(values)} times for {count} jobs")
-        for value in values:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InvalidJobError(f"push_bulk: 'at' must be epoch seconds, got {value!r}")
-        return [float(value) for value in values]
+        return [wire.epoch_seconds(value, "push_bulk: 'at'") for value in values]
 
     def raw_push(self, payloads: Sequence[Payload], pool: RedisPool | None = None, *, origin: str = PUSH) -> None:
         """Write payloads that already went through the chain.

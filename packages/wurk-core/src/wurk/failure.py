@@ -23,8 +23,12 @@ def error_class_name(exc: BaseException) -> str:
 
 
 def error_message(exc: BaseException) -> str:
-    """The message, cut to 10,000 characters, as valid UTF-8."""
-    text = str(exc)[:MAX_MESSAGE_CHARS]
+    """The message, cut to 10,000 characters, as valid UTF-8. An error whose
+    ``str()`` raises still gets booked, with a message saying so."""
+    try:
+        text = str(exc)[:MAX_MESSAGE_CHARS]
+    except Exception as broken:
+        text = f"<the message of {type(exc).__qualname__} could not be read: {type(broken).__name__}>"
     return text.encode("utf-8", "replace").decode("utf-8")
 
 

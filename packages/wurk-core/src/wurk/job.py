@@ -54,22 +54,26 @@ def _checked(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
     checked = dict(options)
     retry = checked.get("retry")
     if "retry" in checked and not (isinstance(retry, bool) or (isinstance(retry, int) and retry >= 0)):
-        raise ConfigurationError(f"{owner}: retry must be True, False or a whole number >= 0, got {retry!r}")
+        raise ConfigurationError(
+            f"{owner}: retry must be True, False or a whole number >= 0, got {wire.short_repr(retry)}"
+        )
     if "queue" in checked:
         checked["queue"] = wire.validate_queue(checked["queue"], owner)
     if "retry_queue" in checked:
         wire.validate_queue(checked["retry_queue"], owner)
     backtrace = checked.get("backtrace")
     if "backtrace" in checked and not (isinstance(backtrace, bool) or (isinstance(backtrace, int) and backtrace > 0)):
-        raise ConfigurationError(f"{owner}: backtrace must be True, False or a line count > 0, got {backtrace!r}")
+        raise ConfigurationError(
+            f"{owner}: backtrace must be True, False or a line count > 0, got {wire.short_repr(backtrace)}"
+        )
     if "dead" in checked and not isinstance(checked["dead"], bool):
-        raise ConfigurationError(f"{owner}: dead must be True or False, got {checked['dead']!r}")
+        raise ConfigurationError(f"{owner}: dead must be True or False, got {wire.short_repr(checked['dead'])}")
     tags = checked.get("tags")
     if "tags" in checked and (not isinstance(tags, list | tuple) or not all(isinstance(t, str) for t in tags)):
-        raise ConfigurationError(f"{owner}: tags must be a list of strings, got {tags!r}")
+        raise ConfigurationError(f"{owner}: tags must be a list of strings, got {wire.short_repr(tags)}")
     for key in ("retry_for", "expires_in"):
-        if checked.get(key) is not None and wire.to_seconds(checked[key]) <= 0:
-            raise ConfigurationError(f"{owner}: {key} must be a positive duration, got {checked[key]!r}")
+        if checked.get(key) is not None and wire.to_seconds(checked[key], f"{owner}: {key}") <= 0:
+            raise ConfigurationError(f"{owner}: {key} must be a positive duration, got {wire.short_repr(checked[key])}")
     return checked
 
 

@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from wurk import outcomes
-from wurk import payload as wire
+from wurk import fields, outcomes
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
@@ -72,17 +71,16 @@ class ProcessStats:
 
 
 def parse_job(jobstr: str | bytes) -> dict[str, Any]:
-    """The payload as a job, or a ``ValueError`` naming what is wrong with it:
-    a payload no worker can run goes to the dead set with its bytes intact,
-    rather than through the retry layer, which would drop a job it cannot book."""
-    job = wire.loads(jobstr)  # invalid UTF-8 raises UnicodeDecodeError, a ValueError
-    if not isinstance(job, dict):
-        raise ValueError(f"a job must be a JSON object, got {type(job).__name__}")
-    if not isinstance(job.get("class"), str) or not job["class"]:
-        raise ValueError("a job needs a 'class' string")
-    if not isinstance(job.get("args"), list):
-        raise ValueError("a job needs an 'args' array")
-    return job
+    """The payload as a job, or a :class:`~wurk.fields.UnreadableJobError`
+    (a ``ValueError``) naming what is wrong with it: a payload no worker can
+    run goes to the dead set at once, rather than through the retry layer,
+    which could not book it (see :func:`wurk.fields.read_job`)."""
+    return fields.read_job(jobstr)
+
+
+#: Errors that say Redis could not be reached or refused a write: a job whose
+#: failure they kept from being booked is given back, to be booked later.
+REDIS_TROUBLE = (RedisError, RedisConnectionError, OSError)
 
 
 class Processor:
@@ -172,15 +170,8 @@ class Processor:
         jobstr = uow.job
         try:
             job = parse_job(jobstr)
-        except ValueError as exc:
-            self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
-            try:
-                self.retrier.kill_raw(jobstr)
-            except Exception as kill_exc:
-                self.config.handle_exception(kill_exc, {"context": "Invalid JSON for job", "jobstr": jobstr})
-                self._abandon(uow)
-                return
-            uow.acknowledge()
+        except fields.UnreadableJobError as exc:
+            self._kill_unreadable(uow, exc)
             return
         ack = False
         # It parsed, so it was UTF-8 and came back from the fetch as text.
@@ -219,14 +210,49 @@ class Processor:
                 if self._listening and self._given_back is not uow:
                     self.retrier.tell("interrupted", job, shutdown, queue=uow.queue)
             except BaseException as exc:
-                # Past the retry layer (say Redis went away while booking the
-                # failure): the job stays in the private list, and the next
-                # fetch gives it back to its queue.
+                # Past the retry layer. Redis went away while booking the
+                # failure: the job stays in the private list, and the next
+                # fetch gives it back to its queue. Anything else, before the
+                # job finished, is a payload the retry layer cannot book:
+                # given back, it would fail the same way at once, forever, so
+                # it goes to the dead set.
                 self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
-                self._abandon(uow)
+                if not ack and isinstance(exc, Exception) and not isinstance(exc, REDIS_TROUBLE):
+                    ack = self._kill_unbookable(uow, job, exc)
+                else:
+                    self._abandon(uow)
             finally:
                 if ack:
                     uow.acknowledge()
+
+    def _kill_unreadable(self, uow: UnitOfWork, exc: fields.UnreadableJobError) -> None:
+        """A payload no worker can run goes to the dead set (see
+        :meth:`~wurk.retry.JobRetry.kill_unreadable`) and is acknowledged."""
+        self.config.handle_exception(exc, {"context": "Invalid JSON for job", "jobstr": uow.job})
+        try:
+            self.retrier.kill_unreadable(uow.job, exc)
+        except Exception as kill_exc:
+            self.config.handle_exception(kill_exc, {"context": "Invalid JSON for job", "jobstr": uow.job})
+            self._abandon(uow)
+            return
+        uow.acknowledge()
+
+    def _kill_unbookable(self, uow: UnitOfWork, job: dict[str, Any], exc: Exception) -> bool:
+        """The payload whose failure could not be booked, to the dead set as
+        it was fetched; whether that worked (then it is acknowledged)."""
+        try:
+            self.retrier.kill_raw(uow.job)
+        except Exception as kill_exc:
+            self.config.handle_exception(kill_exc, {"context": "Internal exception!", "jobstr": uow.job})
+            self._abandon(uow)
+            return False
+        self.config.logger.error(
+            "%s jid=%s: its failure could not be booked (%r), so it was moved to the dead set as fetched",
+            job.get("class"),
+            job.get("jid"),
+            exc,
+        )
+        return True
 
     def _abandon(self, uow: UnitOfWork) -> None:
         """A job neither finished nor booked stays in the private list; the

@@ -63,5 +63,17 @@ def default_error_handler(exc: BaseException, context: dict[str, Any], config: C
         config.outage_log.error(exc, str(context.get("context") or type(exc).__name__))
         return
     level = logging.WARNING if isinstance(exc, _redis_error_types()) else logging.INFO
-    ctx = " ".join(f"{key}={value}" for key, value in context.items() if key != "job")
+    ctx = " ".join(f"{key}={_clip(value)}" for key, value in context.items() if key != "job")
     logger.log(level, "%s%s", _summary(exc), f" ({ctx})" if ctx else "", exc_info=exc if verbose else None)
+
+
+#: Characters of one context value in a log line: a payload of several
+#: megabytes (``jobstr``) must not become a log line of several megabytes.
+MAX_CONTEXT_CHARS = 1000
+
+
+def _clip(value: Any) -> str:
+    text = str(value)
+    if len(text) <= MAX_CONTEXT_CHARS:
+        return text
+    return f"{text[:MAX_CONTEXT_CHARS]}... ({len(text)} characters)"

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys, outcomes
+from wurk import fields, keys, outcomes
 from wurk import payload as wire
 from wurk.errors import Shutdown
 from wurk.failure import (
@@ -119,7 +119,9 @@ def default_delay(count: int) -> float:
 
 
 def jitter(count: int) -> int:
-    return random.randrange(10 * (count + 1))
+    # Ruby's rand(n) takes a negative n as its absolute value: a count below
+    # -1 (a job retried by hand more often than it failed) still gets one.
+    return random.randrange(10 * abs(count + 1) or 1)
 
 
 def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +138,7 @@ def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
     if jobstr is None:
         return job
     try:
-        fetched = wire.loads(jobstr)
+        fetched = fields.loads_strict(jobstr)
     except ValueError:
         return job
     if not isinstance(fetched, dict) or fetched.get("jid") != job.get("jid"):
@@ -317,6 +319,27 @@ class JobRetry:
     def kill_raw(self, jobstr: str | bytes) -> None:
         """A payload nobody can parse goes to the dead set as it is."""
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, jobstr))
+
+    def kill_unreadable(self, jobstr: str | bytes, exc: fields.UnreadableJobError) -> None:
+        """Put a payload no worker can run in the dead set: byte for byte
+        when it is not a JSON object with a ``class`` and ``args``; else, as a
+        Sidekiq dead entry, the object with ``error_class``, ``error_message``
+        and ``failed_at`` saying why (the dashboard shows the reason where it
+        shows every dead job's). Death handlers are not run: they would be
+        handed a payload without the fields they rely on."""
+        member: str | bytes = jobstr
+        if exc.job is not None:
+            entry = {
+                **exc.job,
+                "error_message": error_message(exc),
+                "error_class": error_class_name(exc),
+                "failed_at": wire.now_ms(),
+            }
+            try:
+                member = wire.dumps_any(entry)
+            except (ValueError, RecursionError):
+                member = jobstr
+        self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
 
     def _try_resolve(self, name: Any) -> type | None:
         if not isinstance(name, str):
