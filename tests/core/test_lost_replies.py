@@ -178,3 +178,29 @@ def test_retrying_one_entry_whose_removal_lost_its_reply_still_enqueues_it(lossy
     assert len(fault_proxy.lost) == 1
     assert [job["jid"] for job in queued(redis)] == ["one"]
     assert redis.zcard("retry") == 0
+
+
+def test_the_default_scheduler_dead_sets_a_member_the_client_refuses(config, redis):
+    """Popped, then refused by the client: it used to be logged and lost."""
+    good = Mail.perform_in(3600, 1)
+    bad = b'{"class":"tests.core.test_lost_replies.Mail","args":[1],"queue":"mail","jid":7}'
+    redis.zadd("schedule", {bad: 1.0, b"\xff not utf-8": 2.0})
+    redis.zadd("schedule", dict.fromkeys(redis.zrange("schedule", 0, -1), 1.0), xx=True)
+    assert Enq(config).enqueue_jobs() == 3
+    assert [job["jid"] for job in queued(redis)] == [good]
+    assert set(redis.zrange("dead", 0, -1)) == {bad, b"\xff not utf-8"}
+    assert redis.zcard("schedule") == 0
+
+
+def test_the_default_scheduler_puts_back_a_member_it_could_not_push(lossy_config, fault_proxy, redis):
+    """Every attempt at the push cut before it reaches Redis: the member goes
+    back to its set instead of being lost, and is promoted on the next pass."""
+    jid = Mail.perform_in(3600, 1)
+    redis.zadd("schedule", dict.fromkeys(redis.zrange("schedule", 0, -1), 1.0), xx=True)
+    fault_proxy.refuse(FaultProxy.command(b"EVALSHA", lossy_config.scripts["core.push"].sha.encode()), times=3)
+    Enq(lossy_config).enqueue_jobs()
+    assert len(fault_proxy.refused) == 3
+    assert redis.llen("queue:mail") == 0
+    assert [json.loads(member)["jid"] for member in redis.zrange("schedule", 0, -1)] == [jid]
+    assert Enq(lossy_config).enqueue_jobs() == 1
+    assert [job["jid"] for job in queued(redis)] == [jid]

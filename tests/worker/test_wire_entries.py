@@ -128,7 +128,8 @@ def promoter_seen(commands: list[Command], pushes: list[Command]) -> str:
     push is the fenced ``core.push``): the default promoter is told by the
     receipts its fenced pop leaves (``wurk:popped:*``), the reliable one
     through the client middleware by its promotion lock."""
-    assert pushes and all(push.client == "lua" for push in pushes)
+    assert pushes
+    assert all(push.client == "lua" for push in pushes)
     if any((c.key or "").startswith("wurk:popped:") for c in commands if c.name == "set"):
         return "default"
     locked = any((c.key or "").startswith("promote-lock:") for c in commands if c.name == "set")

@@ -38,10 +38,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ConnectionError as RedisPyConnectionError
+
 from wurk import fence, keys
 from wurk import payload as wire
 from wurk.client import Client
 from wurk.component import Component
+from wurk.errors import RedisConnectionError
+from wurk.retry import morgue
 from wurk.writers import PROMOTE, Payload, PushWriter
 
 if TYPE_CHECKING:
@@ -70,23 +74,38 @@ class Enq:
         moved = 0
         for sorted_set in sorted_sets:
             while not self.done:
-                member = self._pop_due(sorted_set)
-                if member is None:
+                popped = pop_lowest(self.config, self.config.redis_pool, sorted_set, repr(time.time()))
+                if popped is None:
                     break
-                self._push(member.decode() if isinstance(member, bytes) else member)
+                if not self._push(sorted_set, *popped):
+                    return moved  # Redis is failing: the next pass tries again
                 moved += 1
         return moved
 
-    def _pop_due(self, sorted_set: str) -> bytes | str | None:
-        """Remove and return one member of ``sorted_set`` that is due now."""
-        popped = pop_lowest(self.config, self.config.redis_pool, sorted_set, repr(time.time()))
-        return None if popped is None else popped[0]
+    def _push(self, sorted_set: str, member: bytes, score: float) -> bool:
+        """Push one popped member through the client.
 
-    def _push(self, member: str) -> None:
+        A member the client refuses (not JSON, not UTF-8, a field of the
+        wrong type) goes to the dead set as it is, where the dashboard shows
+        it, instead of being dropped; a push that failed for lack of Redis
+        puts the member back where it was, if Redis takes that, and ends the
+        pass (False). Only a crash here, or Redis gone for both writes, loses
+        it."""
         try:
             self.client.push(wire.loads(member), origin=PROMOTE)
+            return True
         except Exception as exc:
             self.config.handle_exception(exc, {"context": "scheduler_promote", "job": member})
+            outage = isinstance(exc, (RedisConnectionError, RedisPyConnectionError))
+            pool = self.config.redis_pool
+            try:
+                if outage:
+                    pool.execute(lambda conn: conn.zadd(sorted_set, {member: score}))
+                else:
+                    pool.execute(lambda conn: morgue(self.config, conn, member))
+            except Exception as again:
+                self.config.handle_exception(again, {"context": "scheduler_promote", "job": member})
+            return not outage
 
 
 @dataclass

@@ -10,6 +10,7 @@ URL and arm a fault::
         config.redis = {"url": proxy.url()}
         proxy.lose_reply(FaultProxy.command(b"LPUSH"))  # the next LPUSH is applied, its reply never arrives
         Job.perform_async(1)
+        proxy.refuse(FaultProxy.command(b"SET"))  # the next SET never reaches the server
         proxy.cut()  # reset every open connection now
 
 The proxy reads the Redis protocol both ways, so it knows which reply belongs
@@ -119,10 +120,13 @@ class FaultProxy:
         self.port: int = self._listener.getsockname()[1]
         self._links: list[_Link] = []
         self._faults: list[_Fault] = []
+        self._refusals: list[_Fault] = []
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         #: Every command whose reply was dropped, in order.
         self.lost: list[list[bytes]] = []
+        #: Every command refused (never sent to the server), in order.
+        self.refused: list[list[bytes]] = []
         self._acceptor = threading.Thread(target=self._accept, name="fault-proxy-accept", daemon=True)
 
     @staticmethod
@@ -185,10 +189,17 @@ class FaultProxy:
         with self._lock:
             self._faults.append(_Fault(matcher, times))
 
-    def armed(self) -> int:
-        """Lost replies still to come."""
+    def refuse(self, matcher: Matcher, times: int = 1) -> None:
+        """Reset the connection instead of passing on the next ``times``
+        commands that ``matcher`` accepts: the server never sees them, as
+        when a connection drops just before a write."""
         with self._lock:
-            return sum(fault.remaining for fault in self._faults)
+            self._refusals.append(_Fault(matcher, times))
+
+    def armed(self) -> int:
+        """Lost replies and refusals still to come."""
+        with self._lock:
+            return sum(fault.remaining for fault in (*self._faults, *self._refusals))
 
     def cut(self) -> int:
         """Reset every open connection now; how many were open."""
@@ -222,16 +233,18 @@ class FaultProxy:
             threading.Thread(target=self._upstream, args=(link,), name="fault-proxy-up", daemon=True).start()
             threading.Thread(target=self._downstream, args=(link,), name="fault-proxy-down", daemon=True).start()
 
-    def _doom(self, args: list[bytes]) -> bool:
+    def _take(self, faults: list[_Fault], args: list[bytes]) -> bool:
+        """Whether an armed fault of ``faults`` applies to this command (it is then used up)."""
         with self._lock:
-            for fault in self._faults:
+            for fault in faults:
                 if fault.remaining > 0 and fault.matcher(args):
                     fault.remaining -= 1
                     return True
         return False
 
     def _upstream(self, link: _Link) -> None:
-        """Client to server: note which commands' replies are to be lost."""
+        """Client to server, a whole command at a time: note which commands'
+        replies are to be lost, and cut the connection before a refused one."""
         buf = bytearray()
         while True:
             data = self._recv(link.client)
@@ -239,21 +252,30 @@ class FaultProxy:
                 break
             buf += data
             pos = 0
+            refused = False
             while True:
                 parsed = _command_at(buf, pos)
                 if parsed is None:
                     break
-                args, pos = parsed
+                args, end = parsed
+                if args and self._take(self._refusals, args):
+                    with self._lock:
+                        self.refused.append(args)
+                    refused = True
+                    break
                 with link.lock:
-                    if args and self._doom(args):
+                    if args and self._take(self._faults, args):
                         link.doomed.add(link.sent)
                         with self._lock:
                             self.lost.append(args)
                     link.sent += 1
-            del buf[:pos]
+                pos = end
             try:
-                link.server.sendall(data)
+                link.server.sendall(buf[:pos])
             except OSError:
+                break
+            del buf[:pos]
+            if refused:
                 break
         self._close(link)
 
