@@ -204,3 +204,20 @@ def test_the_default_scheduler_puts_back_a_member_it_could_not_push(lossy_config
     assert [json.loads(member)["jid"] for member in redis.zrange("schedule", 0, -1)] == [jid]
     assert Enq(lossy_config).enqueue_jobs() == 1
     assert [job["jid"] for job in queued(redis)] == [jid]
+
+
+@pytest.mark.parametrize("fault", ["lose_reply", "refuse"])
+def test_the_outage_buffer_replays_a_push_that_gave_up_only_if_it_never_arrived(
+    lossy_config, fault_proxy, redis, fault
+):
+    """Every attempt of a push lost its reply (applied) or never arrived
+    (refused): the push gives up and its job is buffered; the replay looks
+    the push up by its fence and writes it only if it did not arrive."""
+    lossy_config.reliable_push()
+    push = FaultProxy.command(b"EVALSHA", lossy_config.scripts["core.push"].sha.encode())
+    getattr(fault_proxy, fault)(push, times=3)
+    first = Mail.perform_async(1)
+    assert len(lossy_config.lookup("outage_buffer")) == 1
+    second = Mail.perform_async(2)  # replays the buffer first
+    assert len(lossy_config.lookup("outage_buffer")) == 0
+    assert [job["jid"] for job in queued(redis)] == [first, second]

@@ -103,7 +103,7 @@ def test_overflow_drop_oldest_and_raise(volatile, config, tmp_path):
     volatile.kill()
     for n in range(3):
         Order.perform_async(n)
-    assert [job["args"] for job, _ in buffer._items] == [[1], [2]]
+    assert [job["args"] for job, *_ in buffer._items] == [[1], [2]]
 
     config.reliable_push(buffer_size=2, overflow="raise")
     with pytest.raises(BufferOverflowError) as caught:

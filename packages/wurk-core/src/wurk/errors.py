@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class WurkError(Exception):
     """Base class of every error Wurk raises on purpose."""
@@ -27,6 +29,10 @@ class RedisConnectionError(WurkError, ConnectionError):
     a misconfigured ``REDIS_URL``, is obvious from the first line of the log
     or of a command's output.
     """
+
+    #: A fenced write that gave up with this error and may have been applied
+    #: (a ``wurk.fence.Unsettled``), for whoever writes it again later.
+    unsettled: Any = None
 
     def __init__(self, url: str, cause: BaseException) -> None:
         self.url = url

@@ -25,10 +25,14 @@ import os
 import secrets
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wurk import keys
 
-__all__ = ["TTL", "Ticket", "ticket"]
+if TYPE_CHECKING:
+    from wurk.redis_pool import RedisPool
+
+__all__ = ["TTL", "Ticket", "Unsettled", "applied", "retire", "ticket"]
 
 #: Seconds a fence outlives its thread's last write.
 TTL = 600
@@ -70,3 +74,27 @@ def ticket() -> Ticket:
         fence.seq = 0
     fence.seq += 1
     return Ticket(fence.token, fence.seq)
+
+
+def retire() -> None:
+    """After a fenced write gave up with its outcome unknown: later writes of
+    this thread take a new fence, so the old one keeps the last number it saw
+    and can still tell (:func:`applied`) whether that write went through."""
+    _fence.pid = 0
+
+
+def applied(pool: RedisPool, ticket: Ticket) -> bool:
+    """Whether the fenced write of ``ticket`` reached Redis."""
+    last = pool.execute(lambda conn: conn.get(ticket.key))
+    return last is not None and int(last) >= ticket.seq
+
+
+@dataclass(frozen=True)
+class Unsettled:
+    """A fenced write that gave up (Redis unreachable) and may or may not
+    have been applied: carried on the error as ``exc.unsettled``, so that a
+    later replay (the outage buffer) asks :func:`applied` before writing it
+    again."""
+
+    ticket: Ticket
+    pool: RedisPool

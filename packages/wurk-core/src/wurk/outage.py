@@ -19,8 +19,10 @@ background thread replays it when the producer goes quiet.
 
 What this is not: durable. The buffer lives in one process's memory, so that
 process's death loses it, and under ``drop_oldest`` a long outage evicts the
-oldest jobs. A payload whose reply was lost mid-write (Redis applied it, then
-the connection dropped) is replayed too: at-least-once, like the rest of Wurk.
+oldest jobs. A push that gave up with its reply lost (Redis applied it, then
+the connection dropped for good) is looked up before its jobs are replayed:
+core's push is fenced (:mod:`wurk.fence`), so a write that reached Redis is
+not written twice.
 
 Payloads are replayed through the push writer that took them
 (:mod:`wurk.writers`). A writer that declares its payloads not replayable
@@ -42,6 +44,7 @@ from redis.exceptions import TimeoutError as RedisPyTimeoutError
 from wurk import forking
 from wurk.component import Component
 from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
+from wurk.fence import Unsettled, applied
 from wurk.redis_pool import PoolTimeoutError
 
 if TYPE_CHECKING:
@@ -217,7 +220,9 @@ class BufferOverflowError(WurkError):
 class OutageBuffer:
     def __init__(self, config: Config, *, size: int = 1000, overflow: str = "drop_oldest") -> None:
         self.config = config
-        self._items: collections.deque[tuple[Payload, Writer]] = collections.deque()
+        #: (payload, its writer, the failed write it was part of if that may
+        #: have reached Redis after all: a ``wurk.fence.Unsettled``).
+        self._items: collections.deque[tuple[Payload, Writer, Unsettled | None]] = collections.deque()
         self._lock = threading.RLock()
         self._drainer: Drainer | None = None
         #: Jobs buffered and dropped since the buffer was last empty, for the
@@ -271,9 +276,9 @@ class OutageBuffer:
                 self.config.outage_log.error(exc, PUSH_CONTEXT)
                 if not replayable:
                     raise NotReplayableError(writer_name, len(payloads)) from exc
-                self._buffer(writer, payloads)
+                self._buffer(writer, payloads, getattr(exc, "unsettled", None))
 
-    def _buffer(self, writer: Writer, payloads: list[Payload]) -> None:
+    def _buffer(self, writer: Writer, payloads: list[Payload], unsettled: Unsettled | None = None) -> None:
         for job in payloads:
             if len(self._items) >= self.size:
                 if self.overflow == "raise":
@@ -285,7 +290,7 @@ class OutageBuffer:
                         "outage buffer full (%s jobs): the oldest buffered jobs are dropped until Redis answers",
                         self.size,
                     )
-            self._items.append((job, writer))
+            self._items.append((job, writer, unsettled))
             self._buffered += 1
 
     def drain(self) -> bool:
@@ -298,10 +303,19 @@ class OutageBuffer:
         if not self._items:
             return None
         while self._items:
-            job, writer = self._items[0]
+            job, writer, unsettled = self._items[0]
+            if unsettled is not None:
+                try:
+                    self._settle(unsettled)
+                except TRANSIENT as exc:
+                    return exc
+                continue
             try:
                 writer([job])
             except TRANSIENT as exc:
+                retried = getattr(exc, "unsettled", None)
+                if retried is not None:
+                    self._items[0] = (job, writer, retried)
                 return exc
             self._items.popleft()
             self.config.statsd_increment("jobs.recovered.push")
@@ -311,6 +325,23 @@ class OutageBuffer:
         self._buffered = self._dropped = 0
         self.config.outage_log.recovered(note)
         return None
+
+    def _settle(self, unsettled: Unsettled) -> None:
+        """The jobs at the head buffered after a write that may have reached
+        Redis: dropped if it did (the reply was lost, not the write), else
+        replayed as usual."""
+        reached = applied(unsettled.pool, unsettled.ticket)
+        run = []
+        while self._items and self._items[0][2] is unsettled:
+            run.append(self._items.popleft())
+        if not reached:
+            self._items.extendleft((job, writer, None) for job, writer, _ in reversed(run))
+            return
+        self._buffered -= len(run)
+        self.config.logger.warning(
+            "outage buffer: %s buffered job(s) were in Redis already (their push's reply was lost); not pushed again",
+            len(run),
+        )
 
     def start_drainer(self, interval: float = 2.0) -> None:
         """Replay the buffer every ``interval`` seconds even if nothing pushes."""

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import fence, keys
 from wurk import payload as wire
-from wurk.errors import PluginError
+from wurk.errors import PluginError, RedisConnectionError
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -128,7 +128,12 @@ def push_core(scripts: ScriptRegistry, pool: RedisPool, payloads: Sequence[Paylo
     args: list[Any] = [ticket.seq, ticket.ttl, len(pairs) // 2, *pairs]
     for queue, encoded in by_queue.items():
         args += [queue, len(encoded), *encoded]
-    pool.execute(lambda conn: scripts.send("core.push", pool, script_keys, args))
+    try:
+        pool.execute(lambda conn: scripts.send("core.push", pool, script_keys, args))
+    except RedisConnectionError as exc:
+        fence.retire()
+        exc.unsettled = fence.Unsettled(ticket, pool)
+        raise
 
 
 def core_commands(payloads: Sequence[Payload]) -> list[tuple[Any, ...]]:
