@@ -284,7 +284,6 @@ def test_a_plugin_built_for_an_incompatible_plugin_api_is_refused_at_load(
 @pytest.mark.parametrize("declared", ["(1, 0)", "None"])
 def test_a_plugin_built_for_an_older_minor_or_declaring_nothing_loads(tmp_path, monkeypatch, declared):
     monkeypatch.delenv("WURK_DISABLE_PLUGINS", raising=False)
-    monkeypatch.setattr(wurk.plugins, "PLUGIN_API", (1, 4))
     site = tmp_path / "site"
     site.mkdir()
     install_api_plugin(site, "older", declared)

@@ -31,6 +31,10 @@ WIRE_FORMAT_LINES = {
     ("api/record.py", "# payload's ``bid`` field the same way, for every job."),
     ("api/record.py", 'return self.item.get("bid")'),
     ("settings.py", '"logged_job_attributes": ["bid", "tags"],'),
+    # The type of every Sidekiq payload field is checked before a job runs,
+    # Pro's included, so that a malformed one cannot fail its own booking.
+    ("fields.py", '"bid": (_is_name, "a non-empty string"),'),
+    ("fields.py", '"bid": str,'),
 }
 
 

@@ -63,8 +63,9 @@ if TYPE_CHECKING:
 #: after), so pip and this check agree.
 #: 1.1: wurk_job_outcome; 1.2: settings, push writers, components;
 #: 1.3: PushWriter.origins, option coercers (``options.add(..., coerce=)``), wurk.retry.death_reason();
-#: 1.4: a dashboard page's scripts and styles (``add_page(..., scripts=, styles=)``), WebRequest.int_param.
-PLUGIN_API: tuple[int, int] = (1, 4)
+#: 1.4: a dashboard page's scripts and styles (``add_page(..., scripts=, styles=)``), WebRequest.int_param;
+#: 1.5: write fences (``wurk.fence``), ``RedisPool.execute(..., once=True)``, ``LostReplyError``, ``push_core``.
+PLUGIN_API: tuple[int, int] = (1, 5)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 4)  # a dashboard page's scripts
+WURK_PLUGIN_API = (1, 5)  # write fences, execute(once=)
 
 #: Seconds between two cron ticks of the leader (the guides' ``cron_tick_interval``).
 CRON_TICK_INTERVAL = 60
