@@ -182,7 +182,7 @@ def main() -> int:
     # replay (at its next push), never a child's too.
     held = {"class": "Held", "args": [], "jid": "held", "queue": "held"}
     client = config.redis_pool.client
-    buffer._items.append((held, lambda jobs: client.rpush("held", *[json.dumps(job) for job in jobs])))
+    buffer._items.append((held, lambda jobs: client.rpush("held", *[json.dumps(job) for job in jobs]), None))
     probe = config.capsule("probe", queues=["probe"], concurrency=1)
 
     # Every pool in use before the fork.

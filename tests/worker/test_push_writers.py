@@ -254,7 +254,7 @@ def test_an_outage_buffers_replayable_writers_and_refuses_the_others(volatile, c
     assert len(buffer) == 2
     with pytest.raises(NotReplayableError, match="nothing was pushed"):  # cannot jump the buffered ones
         wurk.Client().push({"class": Order, "args": [3], "once": "O"})
-    assert [job["args"] for job, _ in buffer._items] == [[1], [2]]
+    assert [job["args"] for job, *_ in buffer._items] == [[1], [2]]
 
     back = new_server(port=volatile.port, data_dir=tmp_path, persist=True).start()
     try:
