@@ -25,6 +25,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -123,6 +124,10 @@ class FaultProxy:
         self._stopped = threading.Event()
         #: Every command whose reply was dropped, in order.
         self.lost: list[list[bytes]] = []
+        #: When each of them was sent (``time.time()``), to date the fault in a
+        #: longer run: a duplicate is explained by a lost reply only if it
+        #: struck while the job was in flight.
+        self.lost_at: list[float] = []
         self._acceptor = threading.Thread(target=self._accept, name="fault-proxy-accept", daemon=True)
 
     @staticmethod
@@ -178,6 +183,13 @@ class FaultProxy:
         connection."""
         with self._lock:
             self._faults.append(_Fault(matcher, times))
+
+    def disarm(self) -> int:
+        """Drop every armed fault that has not struck yet; how many lost replies were still to come."""
+        with self._lock:
+            pending = sum(fault.remaining for fault in self._faults)
+            self._faults = []
+        return pending
 
     def armed(self) -> int:
         """Lost replies still to come."""
@@ -243,6 +255,7 @@ class FaultProxy:
                         link.doomed.add(link.sent)
                         with self._lock:
                             self.lost.append(args)
+                            self.lost_at.append(time.time())
                     link.sent += 1
             del buf[:pos]
             try:
