@@ -38,7 +38,7 @@ class Peer:
     processes = 2
     #: Threads (or pool processes) per worker process.
     concurrency = 5
-    faults: tuple[str, ...] = ("kill", "redis-stop", "redis-restart", "cut", "lost-reply", "exit")
+    faults: tuple[str, ...] = ("kill", "redis-restart", "cut", "lost-reply", "exit")
     #: Seconds after the window closes to wait for every accepted job to run.
     settle = 180.0
     #: The library's documented settings for at-least-once delivery, as set here.

@@ -14,7 +14,7 @@ from chaos.peers.base import PEERS_VENV, Peer, WorkerSpec, peer_version
 class CeleryPeer(Peer):
     name = "celery"
     lib = "celery"
-    settle = 240.0
+    settle = 150.0
     settings = {  # noqa: RUF012
         "task": "acks_late=True, reject_on_worker_lost=True",
         "worker": "prefork -c 5, worker_prefetch_multiplier=1",

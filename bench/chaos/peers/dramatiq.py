@@ -18,7 +18,7 @@ from chaos.peers.base import PEERS_VENV, Peer, WorkerSpec, peer_version
 class DramatiqPeer(Peer):
     name = "dramatiq"
     lib = "dramatiq"
-    settle = 240.0
+    settle = 180.0
     settings = {  # noqa: RUF012
         "broker": "RedisBroker defaults: heartbeat_timeout 60 s, maintenance_chance 1000",
         "actor": "max_retries=20 (Retries middleware)",
