@@ -236,27 +236,36 @@ def main(argv: list[str] | None = None) -> int:
                 result["run"] = run + 1
                 results.append(result)
                 print(report.table([result]).splitlines()[-1], flush=True)
+                if not args.no_write:  # after every scenario: an interrupted run keeps what it measured
+                    write(args, argv, results, skipped)
     print()
     print(report.table(results))
+    if not args.no_write:
+        print(f"\nwritten: {write(args, argv, results, skipped)}")
+    healthy = all(r["lost"] == 0 and r["duplicates"] == r["duplicates_explained"] for r in results)
+    return 0 if healthy else 1
+
+
+def write(
+    args: argparse.Namespace, argv: list[str] | None, results: list[dict[str, Any]], skipped: dict[str, str]
+) -> Path:
+    names = [name for name in args.peers.split(",") if name not in skipped]
     document = {
         "command": "python bench/chaos " + " ".join(sys.argv[1:] if argv is None else argv),
         "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "commit": _commit(),
-        "versions": {name: PEERS[name]().version() for name in args.peers.split(",") if name not in skipped},
-        "settings": {name: PEERS[name].settings for name in args.peers.split(",")},
+        "versions": {name: PEERS[name]().version() for name in names},
+        "settings": {name: PEERS[name].settings for name in names},
         "jobs": args.jobs,
         "window_s": args.window,
         "skipped": skipped,
         "results": results,
     }
-    if not args.no_write:
-        output = Path(args.output) if args.output else RESULTS / f"chaos-{dt.date.today().isoformat()}.json"
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(document, indent=1) + "\n")
-        print(f"\nwritten: {output}")
-    healthy = all(r["lost"] == 0 and r["duplicates"] == r["duplicates_explained"] for r in results)
-    return 0 if healthy else 1
+    output = Path(args.output) if args.output else RESULTS / f"chaos-{dt.date.today().isoformat()}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(document, indent=1) + "\n")
+    return output
 
 
 def _commit() -> str:
