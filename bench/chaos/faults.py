@@ -114,6 +114,8 @@ def kill_swarm_parent(ctx: Context) -> None:
     for offset in ctx.moments(1 if ctx.short else 3):
         if not ctx.sleep_until(origin, offset):
             break
+        if not _wait_staffed(ctx, 30):
+            continue  # a swarm still forking its children is not the case under test
         parent = ctx.workers.hold(0)
         if parent is None:
             continue
@@ -133,6 +135,17 @@ def kill_swarm_parent(ctx: Context) -> None:
         ctx.events.append(FaultEvent("swarm-parent", at, time.time(), [parent.pid, *(c.pid for c in children)], note))
     ctx.observations["children_outlived_parent_s"] = outlived
     ctx.observations["children_stopped_within_5s"] = all(g is not None and g <= ORPHAN_LIMIT for g in outlived)
+
+
+def _wait_staffed(ctx: Context, timeout: float) -> bool:
+    """Wait until the swarm's parent has all its children."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not ctx.stop.is_set():
+        pids = ctx.workers.pids()
+        if pids and len(_children(pids[0])) >= ctx.peer.processes:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def _children(pid: int) -> list[Proc]:
