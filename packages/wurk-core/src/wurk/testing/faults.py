@@ -26,6 +26,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -125,6 +126,10 @@ class FaultProxy:
         self._stopped = threading.Event()
         #: Every command whose reply was dropped, in order.
         self.lost: list[list[bytes]] = []
+        #: When each of them was sent (``time.time()``), to date the fault in a
+        #: longer run: a duplicate is explained by a lost reply only if it
+        #: struck while the job was in flight.
+        self.lost_at: list[float] = []
         #: Every command refused (never sent to the server), in order.
         self.refused: list[list[bytes]] = []
         self._acceptor = threading.Thread(target=self._accept, name="fault-proxy-accept", daemon=True)
@@ -195,6 +200,14 @@ class FaultProxy:
         when a connection drops just before a write."""
         with self._lock:
             self._refusals.append(_Fault(matcher, times))
+
+    def disarm(self) -> int:
+        """Drop every armed fault that has not struck yet; how many were still to come."""
+        with self._lock:
+            pending = sum(fault.remaining for fault in (*self._faults, *self._refusals))
+            self._faults = []
+            self._refusals = []
+        return pending
 
     def armed(self) -> int:
         """Lost replies and refusals still to come."""
@@ -268,6 +281,7 @@ class FaultProxy:
                         link.doomed.add(link.sent)
                         with self._lock:
                             self.lost.append(args)
+                            self.lost_at.append(time.time())
                     link.sent += 1
                 pos = end
             try:
