@@ -51,6 +51,16 @@ class Slow(BatchJob, wurk.Job):
         evidence().hincrby("executions", str(key), 1)
 
 
+class Paced(BatchJob, wurk.Job):
+    """Counts its starts and, ``seconds`` later, its finished runs: a run
+    started and not finished was cut short."""
+
+    def perform(self, key: Any, seconds: float) -> None:
+        evidence().hincrby("starts", str(key), 1)
+        time.sleep(seconds)
+        evidence().hincrby("executions", str(key), 1)
+
+
 class DiesUntilHealed(BatchJob, wurk.Job, retry=0):
     """Dies (straight to the dead set) until the ``healed`` key is set."""
 

@@ -7,12 +7,14 @@ dropped) until that job, recovered and run again, succeeds and releases it,
 or until its TTL; a ``"start"`` lock was already gone; a lock that expired
 while its job was away belongs to the next push, and the recovered job's
 release leaves it alone. Nothing is lost, only the jobs in flight run twice,
-and a new push is accepted once the lock is released.
+and a new push is accepted once the lock is released. A job that kills its
+worker every time dies as a poison pill, and that death frees its lock.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from typing import Any
 
@@ -26,6 +28,7 @@ from tests.unique.unique_app import EVENTS, HOLD
 APP = "tests.unique.unique_app"
 GATED = f"{APP}.Gated"
 UNTIL_START = f"{APP}.GatedUntilStart"
+CRASHER = f"{APP}.Crasher"
 
 
 def push(job_class: str, n: int, **options: Any) -> str | None:
@@ -51,7 +54,7 @@ def test_locks_of_a_killed_worker_stay_until_the_recovered_jobs_release_them_or_
     kept = push(GATED, 1, unique_for=600)
     freed = push(UNTIL_START, 2, unique_for=600, unique_until="start")
     brief = push(GATED, 3, unique_for=2)  # its TTL runs out while its worker is down
-    assert kept and freed and brief
+    assert None not in (kept, freed, brief)
     redis.sadd(HOLD, kept, freed, brief)
     first = unique_workers.start("-c", "3")
     wait_for(lambda: set(runs(redis, "start")) == {kept, freed, brief}, timeout=30)
@@ -91,3 +94,29 @@ def test_locks_of_a_killed_worker_stay_until_the_recovered_jobs_release_them_or_
     assert runs(redis, "start") == {kept: 2, freed: 2, brief: 2, again: 1, later: 1, fresh: 1}
     assert runs(redis, "done") == {kept: 1, freed: 1, brief: 1, again: 1, later: 1, fresh: 1}
     assert redis.keys("unique:*") == []
+
+
+@pytest.mark.timeout(120)
+def test_a_unique_job_that_kills_its_worker_dies_as_a_poison_pill_and_frees_its_lock(unique, redis, unique_workers):
+    pill = push(CRASHER, 1, unique_for=600)
+    assert pill is not None
+    worker = unique_workers.start("-c", "1")
+    restarts = 0
+    deadline = time.monotonic() + 60
+    # The test is the supervisor: a worker that dies is replaced, as systemd would.
+    while redis.zcard("dead") == 0:
+        if worker.proc.poll() is not None:
+            restarts += 1
+            assert restarts <= 5, f"still crash-looping after {restarts - 1} restarts"
+            worker = unique_workers.start("-c", "1")
+        assert time.monotonic() < deadline, f"no poison pill yet; {restarts} restarts"
+        time.sleep(0.05)
+
+    [dead] = [json.loads(member) for member in redis.zrange("dead", 0, -1)]
+    assert dead["jid"] == pill
+    wait_for(lambda: holder(redis, CRASHER, 1) is None, timeout=10)  # by the death handler, after the dead set
+    assert 1 <= runs(redis, "start")[pill] <= 3, "the documented threshold is three recoveries"
+    worker.stop()
+    assert worker.wait() == 0
+    assert at_rest(redis, "default")
+    assert push(CRASHER, 1, unique_for=600) is not None, "a push after the poison pill's death is accepted"

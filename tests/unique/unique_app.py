@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 
 import redis
@@ -80,3 +81,12 @@ def gate(job: wurk.Job, n: int) -> None:
         client.rpush(EVENTS, json.dumps(["done", n, job.jid, os.getpid()]))
     finally:
         client.close()
+
+
+class Crasher(wurk.Job, unique_for=600):
+    """Notes its start and kills the process running it: a poison pill."""
+
+    def perform(self, n: int) -> None:
+        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        client.rpush(EVENTS, json.dumps(["start", n, self.jid, os.getpid()]))
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,69 @@
+"""A batch across a SIGKILL: its worker killed while jobs of the batch are
+running and more wait, then a new worker that recovers them at boot.
+
+docs/batches.md promises that a job run twice is booked once and that each
+callback fires at most once, and reliable fetch that nothing is lost: every
+job runs, pending reaches zero, success and complete each run exactly once,
+and only the jobs the killed worker held ran twice.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.batches.batch_app import Paced, Recorder
+from tests.batches.conftest import callbacks, heard
+from tests.helpers import at_rest, claimed_jobs, wait_for
+from wurk_batches import Batch, Status
+
+JOBS = 40
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def counts(redis, name: str) -> dict[str, int]:
+    return {key.decode(): int(value) for key, value in redis.hgetall(name).items()}
+
+
+def test_a_batch_whose_worker_is_killed_mid_batch_runs_every_job_and_each_callback_once(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder, {"n": JOBS}).on("complete", Recorder)
+    with batch.jobs():
+        Paced.perform_bulk([[n, 0.3] for n in range(JOBS)])
+    first = workers.start("-c", "4")
+    wait_for(lambda: redis.hlen("executions") >= 4, timeout=30)
+    first.kill()
+
+    in_flight = {str(json.loads(job)["args"][0]) for job in claimed_jobs(redis)}
+    finished = set(counts(redis, "executions"))
+    assert in_flight, "the kill caught jobs claimed"
+    pending = Status(batch.bid).pending
+    assert 0 < pending < JOBS, "the kill landed mid-batch"
+    # Booked after it finished, acknowledged after it was booked: a finished
+    # job no longer claimed is booked, an unfinished one is not.
+    assert JOBS - len(finished) <= pending <= JOBS - len(finished - in_flight)
+    assert heard(redis, batch.bid) == []
+
+    second = workers.start("-c", "4")
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=60)
+    wait_for(lambda: at_rest(redis, "default"), timeout=30)
+    second.stop()
+    assert second.wait() == 0
+
+    # No worker is left and nothing waits anywhere: what was heard is final.
+    assert at_rest(redis, "default")
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    for event, _bid, options, _order, seen in callbacks(redis):
+        assert seen == {"pending": 0, "jobs_run": JOBS, "complete": True}, event
+        assert options == ({"n": JOBS} if event == "success" else {})
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (JOBS, 0, 0, True)
+    assert status.success_at is not None
+    done = counts(redis, "executions")
+    assert set(done) == {str(n) for n in range(JOBS)}, "every job ran"
+    twice = {key for key, runs in counts(redis, "starts").items() if runs > 1}
+    assert twice <= in_flight, "only the jobs the killed worker held ran again"
+    assert {key for key, runs in done.items() if runs > 1} <= in_flight
+    assert max(counts(redis, "starts").values()) <= 2
