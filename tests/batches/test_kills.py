@@ -4,7 +4,9 @@ running and more wait, then a new worker that recovers them at boot.
 docs/batches.md promises that a job run twice is booked once and that each
 callback fires at most once, and reliable fetch that nothing is lost: every
 job runs, pending reaches zero, success and complete each run exactly once,
-and only the jobs the killed worker held ran twice.
+and only the jobs the killed worker held ran twice. The sharpest moment is
+killed too: right after the last job's success fired the callbacks, before
+that job is acknowledged, so it runs again and acks the batch again.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import json
 
 import pytest
 
-from tests.batches.batch_app import Paced, Recorder
+from tests.batches.batch_app import KILL_AFTER_LAST_ENV, KILLED_AFTER, Paced, Recorder, Work
 from tests.batches.conftest import callbacks, heard
 from tests.helpers import at_rest, claimed_jobs, wait_for
-from wurk_batches import Batch, Status
+from wurk_batches import Batch, Status, keys
 
 JOBS = 40
 
@@ -67,3 +69,32 @@ def test_a_batch_whose_worker_is_killed_mid_batch_runs_every_job_and_each_callba
     assert twice <= in_flight, "only the jobs the killed worker held ran again"
     assert {key for key, runs in done.items() if runs > 1} <= in_flight
     assert max(counts(redis, "starts").values()) <= 2
+
+
+def test_a_worker_killed_after_the_last_job_fired_the_callbacks_fires_nothing_twice(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        Work.perform_bulk([[n] for n in range(6)])
+    first = workers.start("-c", "1", env={KILL_AFTER_LAST_ENV: "1"})
+    assert first.wait(60) == -9, "killed by the app once the batch's pending reached zero"
+    last = redis.get(KILLED_AFTER).decode()
+    assert {json.loads(job)["jid"] for job in claimed_jobs(redis)} >= {last}
+    assert Status(batch.bid).pending == 0
+    # The callback jobs were pushed by the same script that marked them fired.
+    assert redis.exists(keys.marker(batch.bid, "success"), keys.marker(batch.bid, "complete")) == 2
+
+    second = workers.start("-c", "2")
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=60)
+    wait_for(lambda: at_rest(redis, "default"), timeout=30)
+    second.stop()
+    assert second.wait() == 0
+
+    # No worker is left and nothing waits anywhere: what was heard is final.
+    assert at_rest(redis, "default")
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (6, 0, 0, True)
+    runs = counts(redis, "executions")
+    assert set(runs) == {str(n) for n in range(6)}
+    assert sum(runs.values()) == 7, f"only the job killed before its ack ran twice: {runs}"
