@@ -85,6 +85,14 @@ class Paced(BatchJob, wurk.Job):
         evidence().hincrby("executions", str(key), 1)
 
 
+class Crasher(BatchJob, wurk.Job):
+    """Counts its attempts and kills the process running it: a poison pill."""
+
+    def perform(self, key: Any) -> None:
+        evidence().hincrby("attempts", str(key), 1)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class DiesUntilHealed(BatchJob, wurk.Job, retry=0):
     """Dies (straight to the dead set) until the ``healed`` key is set."""
 

@@ -6,16 +6,19 @@ callback fires at most once, and reliable fetch that nothing is lost: every
 job runs, pending reaches zero, success and complete each run exactly once,
 and only the jobs the killed worker held ran twice. The sharpest moment is
 killed too: right after the last job's success fired the callbacks, before
-that job is acknowledged, so it runs again and acks the batch again.
+that job is acknowledged, so it runs again and acks the batch again. And a
+job that kills every worker that runs it dies as a poison pill: its batch
+hears death and complete once each, and never success.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
-from tests.batches.batch_app import KILL_AFTER_LAST_ENV, KILLED_AFTER, Paced, Recorder, Work
+from tests.batches.batch_app import KILL_AFTER_LAST_ENV, KILLED_AFTER, Crasher, Paced, Recorder, Work
 from tests.batches.conftest import callbacks, heard
 from tests.helpers import at_rest, claimed_jobs, wait_for
 from wurk_batches import Batch, Status, keys
@@ -98,3 +101,38 @@ def test_a_worker_killed_after_the_last_job_fired_the_callbacks_fires_nothing_tw
     runs = counts(redis, "executions")
     assert set(runs) == {str(n) for n in range(6)}
     assert sum(runs.values()) == 7, f"only the job killed before its ack ran twice: {runs}"
+
+
+def test_a_batch_job_that_kills_its_workers_dies_as_a_poison_pill_and_the_batch_hears_it_once(workers, redis):
+    batch = Batch()
+    batch.on("death", Recorder).on("complete", Recorder).on("success", Recorder)
+    with batch.jobs():
+        healthy = Work.perform_bulk([[n] for n in range(4)])
+        pill = Crasher.perform_async("pill")
+    worker = workers.start("-c", "1")
+    restarts = 0
+    deadline = time.monotonic() + 60
+    # The test is the supervisor: a worker that dies is replaced, as systemd would.
+    while sorted(heard(redis, batch.bid)) != ["complete", "death"]:
+        if worker.proc.poll() is not None:
+            restarts += 1
+            assert restarts <= 5, f"still crash-looping after {restarts - 1} restarts"
+            worker = workers.start("-c", "1")
+        assert time.monotonic() < deadline, f"heard {heard(redis, batch.bid)} after {restarts} restarts"
+        time.sleep(0.05)
+    wait_for(lambda: at_rest(redis, "default"), timeout=30)
+    worker.stop()
+    assert worker.wait() == 0
+
+    # No worker is left and nothing waits anywhere: what was heard is final.
+    assert at_rest(redis, "default")
+    assert sorted(heard(redis, batch.bid)) == ["complete", "death"]
+    [dead] = [json.loads(member) for member in redis.zrange("dead", 0, -1)]
+    assert dead["jid"] == pill
+    assert 1 <= int(redis.hget("attempts", "pill")) <= 3, "the documented threshold is three recoveries"
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (5, 1, 0, True)
+    assert status.dead_jids() == [pill]
+    assert status.success_at is None
+    assert set(counts(redis, "executions")) == {str(n) for n in range(4)}
+    assert len(healthy) == 4
