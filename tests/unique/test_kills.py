@@ -23,12 +23,15 @@ import pytest
 import wurk
 import wurk_unique
 from tests.helpers import at_rest, claimed_jobs, wait_for
-from tests.unique.unique_app import EVENTS, HOLD
 
 APP = "tests.unique.unique_app"
 GATED = f"{APP}.Gated"
 UNTIL_START = f"{APP}.GatedUntilStart"
 CRASHER = f"{APP}.Crasher"
+# The application's names, not imported: importing it would enable unique
+# jobs in this process, for every later test.
+HOLD = "hold"
+EVENTS = "events"
 
 
 def push(job_class: str, n: int, **options: Any) -> str | None:
