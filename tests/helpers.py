@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from wurk.embedded import ServerProcess, redis_binary, valkey_binary
 
@@ -86,6 +87,12 @@ class Subprocess:
         out, _ = self.proc.communicate()
         return out.decode("utf-8", "replace")
 
+    def kill(self, timeout: float = 30.0) -> None:
+        """SIGKILL, and reap it: until it is reaped its pid answers ``kill(pid,
+        0)`` as a zombie, and a reaper on this host takes it for alive."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout)
+
     def stop(self, timeout: float = 10.0) -> None:
         if self.proc.poll() is not None:
             return
@@ -119,3 +126,29 @@ class WorkerPool:
     def stop_all(self) -> None:
         for worker in self.started:
             worker.stop(timeout=15)
+
+
+def claimed_jobs(client: Any, queue: str = "*") -> list[bytes]:
+    """Every payload held in a private list (``queue:<q>|<host>|<pid>|<nonce>|0``)
+    of ``queue`` (of every queue by default): what workers claimed and have not
+    acknowledged, a dead worker's included."""
+    held: list[bytes] = []
+    for key in client.scan_iter(match=f"queue:{queue}|*", count=1000):
+        held.extend(client.lrange(key, 0, -1))
+    return held
+
+
+def at_rest(client: Any, *queues: str) -> bool:
+    """Nothing left to run, read at one instant (one MULTI): ``queues``, the
+    private lists, ``schedule`` and ``retry`` all empty. A job moves between
+    them atomically, so one read cannot miss it in flight; once this holds and
+    the workers are gone, no run can still happen: the end marker of a test
+    that counts runs."""
+    pipe = client.pipeline(transaction=True)
+    for queue in queues:
+        pipe.llen(f"queue:{queue}")
+    pipe.keys("queue:*|*")
+    pipe.zcard("schedule")
+    pipe.zcard("retry")
+    *waiting, private, scheduled, retrying = pipe.execute()
+    return not any(waiting) and not private and scheduled == 0 and retrying == 0

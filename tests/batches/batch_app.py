@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
 
 import wurk
-from wurk_batches import Batch, BatchJob, Status
+from wurk_batches import Batch, BatchJob, Status, keys
 from wurk_limiter import Limiter
 
 
@@ -29,10 +31,32 @@ def tick() -> int:
     return int(evidence().incr("clock"))
 
 
+#: Set in a worker's environment to have it killed once by :class:`KillAfterTheLastBooking`.
+KILL_AFTER_LAST_ENV = "BATCH_KILL_AFTER_LAST"
+#: The jid of the job whose worker :class:`KillAfterTheLastBooking` killed.
+KILLED_AFTER = "killed-after-last"
+
+
+class KillAfterTheLastBooking(wurk.ServerMiddleware):
+    """Outermost: once per test, SIGKILLs its own process right after the
+    job whose success brought its batch's pending to zero (so its callbacks
+    have just fired) returned, before that job is acknowledged."""
+
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        result = call_next()
+        bid = job.get("bid")
+        conn = evidence()
+        if bid and conn.hget(keys.batch(str(bid)), "pending") == b"0" and conn.set(KILLED_AFTER, job["jid"], nx=True):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+
 @wurk.configure_server
 def tune(config: wurk.Config) -> None:
     config["poll_interval_average"] = float(os.environ.get("TEST_POLL_INTERVAL", "0.2"))
     config["heartbeat_interval"] = float(os.environ.get("TEST_HEARTBEAT_INTERVAL", "0.5"))
+    if os.environ.get(KILL_AFTER_LAST_ENV):
+        config.server_middleware.prepend(KillAfterTheLastBooking)
 
 
 class Work(BatchJob, wurk.Job):
@@ -49,6 +73,24 @@ class Slow(BatchJob, wurk.Job):
         evidence().rpush("started", str(key))
         time.sleep(seconds)
         evidence().hincrby("executions", str(key), 1)
+
+
+class Paced(BatchJob, wurk.Job):
+    """Counts its starts and, ``seconds`` later, its finished runs: a run
+    started and not finished was cut short."""
+
+    def perform(self, key: Any, seconds: float) -> None:
+        evidence().hincrby("starts", str(key), 1)
+        time.sleep(seconds)
+        evidence().hincrby("executions", str(key), 1)
+
+
+class Crasher(BatchJob, wurk.Job):
+    """Counts its attempts and kills the process running it: a poison pill."""
+
+    def perform(self, key: Any) -> None:
+        evidence().hincrby("attempts", str(key), 1)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class DiesUntilHealed(BatchJob, wurk.Job, retry=0):

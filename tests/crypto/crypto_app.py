@@ -6,6 +6,7 @@ report a digest of what they received (never the plaintext itself)."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import redis
@@ -17,6 +18,10 @@ from tests.crypto.keys import fingerprint, worker_resolver
 wurk_crypto.enable(2, worker_resolver)
 
 RAN = "ran"
+#: What each run of :class:`HeldSecret` received, noted as it starts.
+STARTED = "started"
+#: Jids that stay in ``perform`` until the test takes them out of this set.
+HOLD = "hold"
 DIED = "died"
 METRICS = "metrics"
 
@@ -63,3 +68,18 @@ class DeclinedForGood(wurk.Job, encrypt=True, retry=0):
     def perform(self, account: int, secret: Any) -> None:
         report(RAN, f"{account}:{fingerprint(secret)}")
         raise ValueError("card declined for good")
+
+
+class HeldSecret(wurk.Job, encrypt=True):
+    """Notes what it received, stays in ``perform`` while the test holds its
+    jid (so its worker can be killed mid-run), then reports as ``Secret``."""
+
+    def perform(self, account: int, secret: Any) -> None:
+        report(STARTED, f"{self.jid}:{account}:{fingerprint(secret)}")
+        client = _client()
+        try:
+            while client.sismember(HOLD, str(self.jid)):
+                time.sleep(0.05)
+        finally:
+            client.close()
+        report(RAN, f"{account}:{fingerprint(secret)}")

@@ -1,10 +1,12 @@
 """The application the limiter worker tests run (``-r tests.limiter.limited_app``):
-a job whose limiter is always full, and a recorder of what each run saw."""
+a job whose limiter is always full, a job that sits in a concurrent slot for
+as long as the test says, and a recorder of what each run saw."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import redis
@@ -57,3 +59,27 @@ class Steady(wurk.Job):
     def perform(self) -> None:
         with Limiter.concurrent("roomy", 5).within_limit():
             client().rpush("performed", self.jid)
+
+
+#: The lock_timeout of the ``seat`` limiter: short, so a test can wait it out.
+SEAT_LEASE = 4.0
+#: Jids that stay inside their slot until the test takes them out of this set.
+HOLD = "hold"
+#: What each run of :class:`Seated` did: ``[event, jid, Redis time]``.
+SEATS = "seats"
+
+
+class Seated(wurk.Job):
+    """Waits for the one ``seat``, notes when it got it (Redis's clock), stays
+    in it while the test holds its jid, and notes when it left."""
+
+    def perform(self) -> None:
+        seat = Limiter.concurrent("seat", 1, lock_timeout=SEAT_LEASE, wait_timeout=30)
+        conn = client()
+        seconds, micros = conn.time()
+        conn.rpush(SEATS, json.dumps(["waiting", self.jid, seconds + micros / 1e6]))
+        with seat.within_limit() as handle:
+            conn.rpush(SEATS, json.dumps(["in", self.jid, handle.admitted_at]))
+            while conn.sismember(HOLD, str(self.jid)):
+                time.sleep(0.05)
+        conn.rpush(SEATS, json.dumps(["out", self.jid, None]))

@@ -53,9 +53,11 @@ def test_concurrent_timeout_counts_an_overage(config):
     assert limiter.status()["overages"] == 1
 
 
-def test_concurrent_slot_of_a_crashed_holder_is_reclaimed_after_lock_timeout(config, redis):
+def test_concurrent_slot_never_given_back_is_reclaimed_after_lock_timeout(config, redis):
+    # A block entered and never left; a holder really killed in its block is
+    # tests/limiter/test_kills.py.
     limiter = Limiter.concurrent("db", 1, wait_timeout=0, lock_timeout=0.3)
-    limiter.within_limit().__enter__()  # never exits: a holder that died
+    limiter.within_limit().__enter__()  # never exits
     with pytest.raises(OverLimit):
         limiter.within_limit().__enter__()
     wait_for(lambda: limiter.status()["used"] == 0, timeout=10)

@@ -4,7 +4,10 @@ what they saw to the ``ran`` list."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import time
 
 import redis
 
@@ -14,6 +17,10 @@ import wurk_unique
 wurk_unique.enable()
 
 RAN = "ran"
+#: The jids the test keeps inside ``perform`` (see :class:`Gated`).
+HOLD = "hold"
+#: What each run of a :class:`Gated` job did: ``[event, n, jid, pid]``.
+EVENTS = "events"
 
 
 @wurk.configure_server
@@ -50,3 +57,36 @@ class HeldThroughRetries(wurk.Job, unique_for=600, retry=3):
 class DiesAtOnce(wurk.Job, unique_for=600, retry=0):
     def perform(self, n: int) -> None:
         raise ValueError("straight to the dead set")
+
+
+class Gated(wurk.Job, unique_for=600):
+    """Notes its start, stays in ``perform`` while the test holds its jid, and
+    notes its end: the test decides when its worker is killed mid-run."""
+
+    def perform(self, n: int) -> None:
+        gate(self, n)
+
+
+class GatedUntilStart(wurk.Job, unique_for=600, unique_until="start"):
+    def perform(self, n: int) -> None:
+        gate(self, n)
+
+
+def gate(job: wurk.Job, n: int) -> None:
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    try:
+        client.rpush(EVENTS, json.dumps(["start", n, job.jid, os.getpid()]))
+        while client.sismember(HOLD, str(job.jid)):
+            time.sleep(0.05)
+        client.rpush(EVENTS, json.dumps(["done", n, job.jid, os.getpid()]))
+    finally:
+        client.close()
+
+
+class Crasher(wurk.Job, unique_for=600):
+    """Notes its start and kills the process running it: a poison pill."""
+
+    def perform(self, n: int) -> None:
+        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        client.rpush(EVENTS, json.dumps(["start", n, self.jid, os.getpid()]))
+        os.kill(os.getpid(), signal.SIGKILL)
