@@ -59,6 +59,12 @@ if LIB == "wurk":
         # The scheduler polls every second, so that promotions happen during
         # every fault window rather than once or twice.
         config["poll_interval_average"] = 1.0
+        # Wurk's documented setting for a scheduler that loses nothing when a
+        # process dies between taking a due job and pushing it (the default
+        # promoter's window, which the guides keep as Sidekiq's default).
+        # CHAOS_SCHEDULER=default measures that window instead.
+        if os.environ.get("CHAOS_SCHEDULER", "reliable") == "reliable":
+            config.reliable_scheduler()
         if os.environ.get("CHAOS_CRON"):
             # The poller looks every 5 s instead of every minute, so a tick
             # fires within seconds of its minute, inside the fault window.

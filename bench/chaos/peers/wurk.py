@@ -14,7 +14,9 @@ class WurkPeer(Peer):
     settle = 60.0
     settings = {  # noqa: RUF012
         "fetch": "reliable fetch (always on): private list per process, reaper at boot",
-        "scheduler": "default promoter, poll_interval_average 1 s",
+        "scheduler": (
+            "config.reliable_scheduler() (CHAOS_SCHEDULER=default: the default promoter), poll_interval_average 1 s"
+        ),
         "poison pills": "dead after 3 recoveries (documented)",
         "cron": "one loop, * * * * *",
     }
