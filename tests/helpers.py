@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +154,78 @@ def at_rest(client: Any, *queues: str) -> bool:
     pipe.zcard("retry")
     *waiting, private, scheduled, retrying = pipe.execute()
     return not any(waiting) and not private and scheduled == 0 and retrying == 0
+
+
+# -- end markers: proving that something did not happen ------------------------------------
+#
+# A test that sleeps and then finds no duplicate proves nothing on a loaded
+# machine: the duplicate may simply not have been made yet. These helpers wait
+# instead for an event after which the thing that must not happen would
+# already have shown up.
+
+#: The threads through which a worker process takes jobs: its processors and
+#: the fetcher's waiters (:mod:`wurk.fetch_waiters`).
+FETCHING_THREADS = ("wurk-processor-", "wurk-waiter-")
+
+
+def thread_dump(log: Path, pid: int, ask: Callable[[], None], timeout: float = 30.0) -> list[str]:
+    """The names of process ``pid``'s threads, from a complete TTIN dump in ``log``.
+
+    ``ask`` requests one dump (a SIGTTIN, or ``TTIN`` left in the process's
+    signals list). A dump is logged one thread at a time, ``MainThread``
+    first, so a reader can catch one half written: two are asked for, one
+    after the other, and the first is read once the second has begun.
+    """
+    pattern = re.compile(rf"pid={pid} tid=\S+: thread (\S+) \(")
+
+    def names() -> list[str]:
+        return pattern.findall(log.read_text("utf-8", "replace"))
+
+    before = names().count("MainThread")
+    for wanted in (before + 1, before + 2):
+        ask()
+        wait_for(lambda wanted=wanted: names().count("MainThread") >= wanted, timeout=timeout)
+    found = names()
+    starts = [index for index, name in enumerate(found) if name == "MainThread"]
+    return found[starts[before] : starts[before + 1]]
+
+
+def wait_until_fetching_ended(log: Path, pid: int, ask: Callable[[], None], timeout: float = 30.0) -> None:
+    """Wait until process ``pid`` has no thread left that could take a job.
+
+    The end marker of a quiet: from then on nothing can be fetched, so a job
+    still in its queue at that moment was not taken while quiet, however
+    slowly the process ran.
+    """
+
+    def ended() -> bool:
+        return not [name for name in thread_dump(log, pid, ask) if name.startswith(FETCHING_THREADS)]
+
+    wait_for(ended, timeout=timeout, interval=0.1)
+
+
+def wait_for_beats(client: Any, identity: str | bytes, count: int, timeout: float = 30.0) -> None:
+    """Wait until the process ``identity`` has written ``count`` more heartbeats.
+
+    Each change of the hash's ``beat`` stamp seen counts one; a beat missed
+    between two looks only makes the wait longer, never shorter. It measures
+    time as that process lives it: a process starved of CPU beats late, and
+    its other loops tick late with it.
+    """
+    seen = {client.hget(identity, "beat")}
+
+    def beaten() -> bool:
+        seen.add(client.hget(identity, "beat"))
+        return len(seen - {None}) > count
+
+    wait_for(beaten, timeout=timeout, interval=0.01)
+
+
+def logged_at(text: str, fragment: str) -> float:
+    """The time (``time.time()``) of the first line of a worker's log that holds ``fragment``."""
+    for line in text.splitlines():
+        if fragment in line:
+            stamp = re.match(r"\w+ (\S+Z) pid=", line)
+            if stamp:
+                return datetime.strptime(stamp.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
+    raise AssertionError(f"no line with {fragment!r} in the log")

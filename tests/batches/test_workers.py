@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
 from tests.batches.batch_app import AddsSibling, DiesUntilHealed, Recorder, Slow, Throttled, Work
 from tests.batches.conftest import callbacks, heard
-from tests.helpers import wait_for
+from tests.helpers import Subprocess, wait_for
 from wurk.api import DeadSet
 from wurk_batches import Batch, Status
 from wurk_limiter import Limiter
@@ -20,9 +19,18 @@ pytestmark = pytest.mark.slow
 RECORDER = "tests.batches.batch_app.Recorder"
 
 
-def settle() -> None:
-    """Room for a second, wrong, firing to show up before counting."""
-    time.sleep(1.5)
+def settle(redis, *workers: Subprocess) -> None:
+    """The end marker for "fired once": every worker stopped (TERM) and exited.
+
+    Each job a worker took has finished by then, with every callback it
+    pushed, and a callback pushed but not yet run would still be in its
+    queue, so a second, wrong, firing shows up however slowly the workers ran.
+    """
+    for worker in workers:
+        worker.signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait(30) == 0
+    assert redis.llen("queue:default") == 0, "a callback left unrun"
 
 
 def test_ten_thousand_jobs_on_two_workers_fire_success_and_complete_once_after_the_last(workers, redis):
@@ -34,7 +42,7 @@ def test_ten_thousand_jobs_on_two_workers_fire_success_and_complete_once_after_t
     assert redis.llen("queue:default") == 10_000
     first, second = workers.start("-c", "5"), workers.start("-c", "5")
     wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=150)
-    settle()
+    settle(redis, first, second)
     assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
     for event, _bid, options, _order, seen in callbacks(redis):
         # Each callback ran after every job: none pending, all ten thousand run.
@@ -47,9 +55,6 @@ def test_ten_thousand_jobs_on_two_workers_fire_success_and_complete_once_after_t
     assert redis.llen("queue:default") == 0
     assert redis.hlen("executions") == 10_000
     assert not batch.include(redis.hkeys("executions")[0].decode())
-    for worker in (first, second):
-        worker.signal(signal.SIGTERM)
-        assert worker.wait(30) == 0
 
 
 def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead_set(workers, redis):
@@ -72,7 +77,7 @@ def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead
     redis.set("healed", "1")
     assert DeadSet().find_job(doomed).retry() is not None
     wait_for(lambda: "success" in heard(redis, batch.bid), timeout=60)
-    settle()
+    settle(redis, worker)
     assert heard(redis, batch.bid) == ["complete", "death", "success"] or heard(redis, batch.bid) == [
         "death",
         "complete",
@@ -83,8 +88,6 @@ def test_a_death_fires_death_once_and_success_follows_its_recovery_from_the_dead
     assert status.dead_jids() == []
     assert status.success_at is not None
     assert int(redis.hget("attempts", "doomed")) == 2
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
 
 
 def nest_three_levels(doomed: bool = False) -> tuple[Batch, Batch, Batch]:
@@ -113,7 +116,7 @@ def test_three_levels_fire_children_first_and_each_parent_after_every_descendant
     assert Status(middle.bid).child_count() == 1
     worker = workers.start("-c", "5")
     wait_for(lambda: len(heard(redis, top.bid)) == 2, timeout=60)
-    settle()
+    settle(redis, worker)
     for batch in (top, middle, bottom):
         assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
     done = {key.decode(): int(value) for key, value in redis.hgetall("callbacks_done").items()}
@@ -124,15 +127,13 @@ def test_three_levels_fire_children_first_and_each_parent_after_every_descendant
         last_child = max(done[f"{event}:{child.bid}"] for event in ("complete", "success"))
         assert all(started[(event, parent.bid)] > last_child for event in ("complete", "success"))
     assert min(started.values()) > max(finished_jobs)  # and every job ran first
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
 
 
 def test_a_death_deep_in_the_tree_reaches_every_ancestor(workers, redis):
     top, middle, bottom = nest_three_levels(doomed=True)
     worker = workers.start("-c", "5")
     wait_for(lambda: len(heard(redis, top.bid)) == 2, timeout=60)
-    settle()
+    settle(redis, worker)
     for batch in (top, middle, bottom):
         # Each one: death once, complete once, never success.
         assert sorted(heard(redis, batch.bid)) == ["complete", "death"], batch
@@ -140,8 +141,6 @@ def test_a_death_deep_in_the_tree_reaches_every_ancestor(workers, redis):
     assert {status.bid for status in Batch.DeadSet()} == {top.bid, middle.bid, bottom.bid}
     assert Status(bottom.bid).dead_jids() != []
     assert Status(top.bid).dead_jids() == []
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
 
 
 def test_a_worker_killed_mid_batch_still_completes_it_and_callbacks_fire_once(workers, redis):
@@ -158,14 +157,12 @@ def test_a_worker_killed_mid_batch_still_completes_it_and_callbacks_fire_once(wo
     assert heard(redis, batch.bid) == []
     second = workers.start("-c", "3")
     wait_for(lambda: len(heard(redis, batch.bid)) == 2, timeout=90)
-    settle()
+    settle(redis, second)
     assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures, status.complete) == (56, 0, 0, True)
     assert all(int(count) >= 1 for count in redis.hvals("executions"))
     assert redis.hlen("executions") == 56
-    second.signal(signal.SIGTERM)
-    assert second.wait(30) == 0
 
 
 def test_a_callback_opens_its_parent_to_start_the_next_stage(workers, redis):
@@ -178,13 +175,11 @@ def test_a_callback_opens_its_parent_to_start_the_next_stage(workers, redis):
             Work.perform_async("pick")
     worker = workers.start("-c", "3")
     wait_for(lambda: "success" in heard(redis, workflow.bid), timeout=60)
-    settle()
+    settle(redis, worker)
     events = [(entry[0], entry[2]) for entry in callbacks(redis)]
     assert events == [("stage_one_done", {"oid": 7}), ("finished", {"stage": 2}), ("success", {"workflow": True})]
     assert Status(workflow.bid).child_count() == 2
     assert {key.decode() for key in redis.hkeys("executions")} == {"pick", "pack", "label"}
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
 
 
 def test_a_job_adds_a_sibling_to_its_own_batch_and_the_batch_waits_for_it(workers, redis):
@@ -194,11 +189,10 @@ def test_a_job_adds_a_sibling_to_its_own_batch_and_the_batch_waits_for_it(worker
         AddsSibling.perform_async("parent-job")
     worker = workers.start("-c", "2")
     wait_for(lambda: heard(redis, batch.bid) == ["success"], timeout=60)
+    settle(redis, worker)
     [(_event, _bid, _options, _order, seen)] = callbacks(redis)
     assert seen["jobs_run"] == 2
     assert Status(batch.bid).total == 2
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0
 
 
 def test_an_unresolvable_callback_goes_to_the_dead_set_on_its_first_attempt(workers, redis):
@@ -245,10 +239,8 @@ def test_a_rate_limited_job_acks_nothing_until_it_runs_within_its_limit(workers,
 
     Limiter.window("batch-gate", 1, 3600).reset()
     wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=30)
-    settle()
+    settle(redis, worker)
     assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures) == (2, 0, 0)
     assert redis.hget("executions", "throttled") == b"1"
-    worker.signal(signal.SIGTERM)
-    assert worker.wait(30) == 0

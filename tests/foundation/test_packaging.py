@@ -17,6 +17,10 @@ import pytest
 
 from tests.helpers import ROOT
 
+# Builds and installs that never reach a server: CI runs them once, on the
+# Valkey pass, and leaves them out of the Redis 7.0 pass (see .ci/run).
+pytestmark = pytest.mark.packaging
+
 DISTRIBUTIONS = [
     "wurk-core",
     "wurk-batches",

@@ -79,6 +79,8 @@ class Interop:
         self.logs = logs
         self.redis = redis_py.Redis.from_url(self.url, decode_responses=True)
         self._children: list[subprocess.Popen[bytes]] = []
+        #: Each child's log file, by pid.
+        self.log_paths: dict[int, Path] = {}
         self.config = wurk.Config()
         self.config.redis = {"url": self.url}
         self.client = wurk.Client(self.config)
@@ -93,7 +95,8 @@ class Interop:
     def _spawn(
         self, argv: Sequence[str], name: str, cwd: Path | None = None, env: Mapping[str, str] | None = None
     ) -> subprocess.Popen[bytes]:
-        log = (self.logs / f"{name}-{len(self._children)}.log").open("wb")
+        path = self.logs / f"{name}-{len(self._children)}.log"
+        log = path.open("wb")
         try:
             child = subprocess.Popen(
                 list(argv),
@@ -106,6 +109,7 @@ class Interop:
         finally:
             log.close()
         self._children.append(child)
+        self.log_paths[child.pid] = path
         return child
 
     def start_ruby_worker(

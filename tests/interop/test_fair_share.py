@@ -10,7 +10,6 @@ waits on every queue it serves, not only on its first one. Run with::
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -37,16 +36,24 @@ def run_one(interop: Interop, label: str) -> str:
     return entry["runner"]  # type: ignore[index]
 
 
+def both_waiting(interop: Interop, threads: int) -> bool:
+    """The Ruby thread blocked in its ``BRPOP``, and every waiter of the
+    Python worker blocked in its ``BLMOVE``: two per thread when all are idle
+    (one per queue and rank, up to twice the concurrency)."""
+    blocked = [entry["cmd"] for entry in interop.redis.client_list() if "b" in entry["flags"]]
+    return blocked.count("brpop") == 1 and blocked.count("blmove") == 2 * threads
+
+
 @pytest.mark.parametrize("threads", [1, 2], ids=["python-c1", "python-c2"])
 def test_a_python_worker_gets_a_fair_share_of_its_second_queue(interop: Interop, threads: int) -> None:
     # One Ruby thread: one blocked BRPOP, against however many waiters the Python worker keeps.
     interop.start_python_worker(concurrency=threads, queues=("first", "shared"), tag="py-fair")
     interop.start_ruby_worker(concurrency=1, queues=("shared",), tag="ruby-fair")
-    time.sleep(2)  # both idle and blocked
     for round_number in range(ROUNDS):
         runners = []
         for n in range(JOBS_PER_ROUND):
-            time.sleep(0.3)  # whoever ran the last job is waiting again
+            # Both idle and blocked: whoever ran the last job is waiting again.
+            wait_for(lambda: both_waiting(interop, threads), timeout=30, interval=0.02)
             runners.append(run_one(interop, f"round {round_number} job {n}"))
         assert runners.count("python") >= FLOOR, f"round {round_number}: {runners}"
     assert interop.redis.llen("queue:shared") == 0

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 from typing import Any
 
 import pytest
 
-from tests.helpers import wait_for
+from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.interop import interop_app
 from tests.interop.conftest import RESULT_PREFIX, Interop
 from tests.interop.interop_app import PyDie, PyEcho, PyFail, PySlow, RubyEcho, RubyFail
@@ -452,7 +453,8 @@ def test_ruby_process_api_sees_and_controls_a_python_worker(interop: Interop) ->
     wait_for(lambda: interop.redis.hget(identity, "quiet") == "true", timeout=10, interval=0.1)
     assert interop.ruby(script, env={"PID": str(worker.pid)})["stopping"] is True
     PyEcho.perform_async("must wait")
-    time.sleep(3)
+    log = interop.log_paths[worker.pid]
+    wait_until_fetching_ended(log, worker.pid, lambda: worker.send_signal(signal.SIGTTIN))
     assert interop.redis.llen("queue:default") == 1
     assert interop.redis.llen("interop:results") == 0
     assert worker.poll() is None
@@ -482,8 +484,13 @@ def test_mixed_fleet_runs_every_job_exactly_once(interop: Interop) -> None:
     pushed = set(python_jids) | set(ruby_jids)
     assert len(pushed) == 2 * count
 
-    results = interop.wait_for_results(2 * count, timeout=60)
-    time.sleep(2)  # room for any duplicate run to show up
+    interop.wait_for_results(2 * count, timeout=60)
+    assert ruby_worker.poll() is None
+    assert python_worker.poll() is None
+    # The end marker: both workers stopped and gone. A duplicate run, or a job
+    # given back to the queue, has shown up by then.
+    assert interop.stop(ruby_worker) == 0
+    assert interop.stop(python_worker) == 0
     results = interop.results()
 
     assert len(results) == 2 * count
@@ -497,8 +504,6 @@ def test_mixed_fleet_runs_every_job_exactly_once(interop: Interop) -> None:
     assert all(n > 0 for n in by_runner.values())
     assert interop.redis.llen("queue:default") == 0
     assert [key for key in interop.redis.scan_iter("queue:default|*") if interop.redis.llen(key)] == []
-    assert ruby_worker.poll() is None
-    assert python_worker.poll() is None
 
 
 # -- known gaps --------------------------------------------------------------------------------------------

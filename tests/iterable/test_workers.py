@@ -6,7 +6,7 @@ import signal
 import time
 
 import wurk
-from tests.helpers import wait_for
+from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.iterable.conftest import calls, events, seen
 from tests.iterable.iterable_app import AsyncPatient, Cooperative, Endless, FailsOnce, Stuck, Walk
 
@@ -94,11 +94,13 @@ def test_an_external_cancel_stops_the_job_within_a_checkpoint_interval(workers, 
     assert events(redis) == ["on_start", "on_cancel", "on_stop", "on_complete"]
     assert not redis.exists(f"it-{jid}")
     ran = calls(redis)
-    time.sleep(0.5)
-    assert calls(redis) == ran, "a cancelled job does not come back"
-    assert redis.llen("queue:default") == 0
+    # The end marker is the worker's exit: a run of the job after the cancel,
+    # or the job given back to a queue, has happened by then.
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
+    assert calls(redis) == ran, "a cancelled job does not come back"
+    assert redis.llen("queue:default") == 0
+    assert redis.zcard("retry") == redis.zcard("schedule") == 0
 
 
 def test_a_retry_resumes_from_the_last_checkpoint_under_the_same_jid(workers, redis):
@@ -125,7 +127,8 @@ def test_quiet_interrupts_at_the_next_iteration_boundary(workers, redis):
     worker.signal(signal.SIGTSTP)
     wait_for(lambda: "on_stop" in events(redis), timeout=10)
     wait_for(lambda: redis.llen("queue:default") == 1, timeout=10)
-    time.sleep(0.3)
+    # Once no processor thread is left, no iteration can follow the saved one.
+    wait_until_fetching_ended(worker.log, worker.pid, lambda: worker.signal(signal.SIGTTIN))
     assert int(state(redis, jid)["c"]) == seen(redis) == calls(redis)
     assert worker.proc.poll() is None, "quiet does not stop the process"
     worker.signal(signal.SIGTERM)

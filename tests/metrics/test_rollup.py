@@ -102,22 +102,37 @@ def test_the_stream_is_capped(config, redis):
     assert len(Query().gauges(count=50)) == 50
 
 
+class CountedRollup(MetricsRollup):
+    """The real rollup, counting its ticks: the end marker of "wrote nothing"
+    is a number of ticks gone by, not a number of seconds."""
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.ticks = 0
+
+    def tick(self) -> None:
+        super().tick()
+        self.ticks += 1
+
+
 def test_the_loop_acts_only_while_this_process_leads(config, redis):
     config["metrics_rollup_interval"] = 0.1
     leader = Leader(config, "host:1:bbbbbbbbbbbb")
     config.register(SERVICE, leader)
     redis.set("dear-leader", "someone-else")
-    rollup = MetricsRollup(config)
+    rollup = CountedRollup(config)
     rollup.start()
     try:
         assert leader.campaign() is False
-        time.sleep(0.5)
+        ticked = rollup.ticks
+        wait_for(lambda: rollup.ticks >= ticked + 3, timeout=30)  # three whole ticks as a follower
         assert redis.exists("wurk:history") == 0
         redis.delete("dear-leader")
         assert leader.campaign() is True
-        wait_for(lambda: redis.xlen("wurk:history") >= 2, timeout=5)
+        wait_for(lambda: redis.xlen("wurk:history") >= 2, timeout=30)
     finally:
-        rollup.stop()
-    count = redis.xlen("wurk:history")
-    time.sleep(0.3)
-    assert redis.xlen("wurk:history") == count  # stopped means stopped
+        stopped = rollup.stop()
+    assert stopped, "the rollup's thread ended"
+    count, ticks = redis.xlen("wurk:history"), rollup.ticks
+    assert rollup.running is False
+    assert (redis.xlen("wurk:history"), rollup.ticks) == (count, ticks)  # stopped means stopped

@@ -7,7 +7,7 @@ import re
 import signal
 import time
 
-from tests.helpers import ROOT, wait_for
+from tests.helpers import ROOT, wait_for, wait_for_beats
 from tests.metrics.metrics_app import FailJob, OkJob, SlowJob
 from wurk.metrics import Query
 
@@ -129,7 +129,9 @@ def test_query_reads_back_what_the_worker_wrote(workers, redis):
 def test_only_the_leader_writes_history_samples(workers, redis):
     follower = workers.start("-c", "1", env={"WURK_LEADER": "false"})
     wait_for(lambda: redis.scard("processes") == 1, timeout=30)
-    time.sleep(1.5)  # five rollup intervals
+    # Five beats of the follower's heartbeat, whose interval is the rollup's:
+    # five rollup intervals as the follower lived them, however loaded the machine.
+    wait_for_beats(redis, redis.smembers("processes").pop(), 5)
     assert redis.exists("wurk:history") == 0
     leader = workers.start("-c", "1")
     wait_for(lambda: redis.xlen("wurk:history") >= 2, timeout=30)

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.helpers import ROOT, wait_for
+from tests.helpers import ROOT, wait_for, wait_for_beats
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -198,7 +198,11 @@ def test_two_children_heartbeat_as_separate_processes_and_run_jobs(swarms, redis
     # USR1 to a child is an explicit no-op: it keeps running and nothing is respawned.
     child = min(pids)
     os.kill(child, signal.SIGUSR1)
-    time.sleep(1.0)
+    signalled = time.time()
+    # The end marker: a beat the child stamped after the signal was sent. An
+    # unhandled USR1 (its default action ends the process) would have killed
+    # it before any further beat.
+    wait_for(lambda: float(process_hash(redis, child).get(b"beat", 0)) > signalled, timeout=30)
     assert children_of(swarm.pid) == pids
     assert "respawning" not in swarm.text()
 
@@ -299,7 +303,12 @@ def test_tstp_is_relayed_and_sticky_across_a_respawn(swarms, redis):
     wait_for(lambda: second in live_pids(redis), timeout=15)
     wait_for(lambda: process_hash(redis, second).get(b"quiet") == b"true", timeout=10)
     (jid,) = push(redis, NOTE, ["while quiet"])
-    time.sleep(2.0)
+    # A child that fetched would take the job at once. A swarm child has no
+    # thread dump to show that nothing is left to fetch (TTIN is not handled,
+    # by design), so the marker is three beats of its own heartbeat: time as
+    # the child lived it, however loaded the machine.
+    identity = next(name for name in redis.smembers("processes") if int(name.decode().split(":")[-2]) == second)
+    wait_for_beats(redis, identity, 3)
     assert jid not in swarm.jids("start")
     assert redis.llen("queue:default") == 1
     assert re.search(rf"child {second} started for slot 0 \(queues default, concurrency 1, quiet\)", swarm.text())

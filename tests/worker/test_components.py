@@ -15,10 +15,10 @@ import time
 import pytest
 
 import wurk
-from tests.helpers import wait_for
+from tests.helpers import logged_at, wait_for
 from tests.worker.component_app import Noted
 from tests.worker.worker_app import Slow
-from wurk.component import Component, ComponentRegistry
+from wurk.component import STOP_TIMEOUT, Component, ComponentRegistry
 
 
 def lines(redis, pid: int) -> list[str]:
@@ -44,12 +44,14 @@ def test_a_failing_tick_is_reported_and_backs_off_instead_of_spinning(config):
     config.error_handlers.append(lambda exc, context, cfg: reports.append((str(exc), context["context"])))
     component = Failing(config)
     component.start()
-    time.sleep(3.5)
+    wait_for(lambda: len(component.ticks) >= 3, timeout=30)
     assert component.stop()
-    # waits of 1, 2, 4 s after the first failures, not 0.01 s: ticks at 0, 1, 3
-    assert 2 <= len(component.ticks) <= 4
+    # Waits of 1, 2 (then 4) s after the first failures, not 0.01 s. A loaded
+    # machine only makes a wait longer, so the gaps are bounded from below;
+    # spinning would make them hundredths of a second.
     gaps = [later - earlier for earlier, later in zip(component.ticks, component.ticks[1:], strict=False)]
     assert gaps[0] >= 0.9
+    assert gaps[1] >= 1.9
     assert reports[0] == ("the server is away", "failing")
     assert not component.running
 
@@ -70,8 +72,8 @@ def test_stop_wakes_a_sleeping_component_at_once_and_finish_runs_last(config):
     component = Sleepy(config)
     component.start()
     started = time.monotonic()
-    assert component.stop()
-    assert time.monotonic() - started < 1
+    assert component.stop()  # joined within STOP_TIMEOUT, where the sleep was an hour long
+    assert time.monotonic() - started < STOP_TIMEOUT
     assert done == ["finish running=False"]
 
 
@@ -116,8 +118,14 @@ def test_a_plugin_component_starts_before_jobs_hears_quiet_and_finishes_before_e
     assert redis.scard("processes") == 0  # the heartbeat, stopped last, still left
 
 
-#: Seconds a process needs, once its shutdown is done, to leave the interpreter.
-EXIT_ALLOWANCE = 1.5
+#: Seconds a loaded machine may add past the shutdown deadline inside the
+#: process: the components' last words, unregistering, the last lines. A
+#: component waited for on its own (STOP_TIMEOUT, 5 s) would exceed it.
+SHUTDOWN_SLACK = 1.5
+#: Seconds, from the TERM to the process gone, allowed beyond its timeout for
+#: leaving the interpreter on a loaded machine: far below the 60 s job and
+#: the component that never ends, which the process must not wait for.
+EXIT_ALLOWANCE = 10
 
 
 @pytest.mark.parametrize("timeout", [1, 3])
@@ -136,7 +144,11 @@ def test_a_wedged_component_does_not_hold_the_process_past_its_timeout(component
     assert lines(redis, worker.pid)[-2:] == ["finish True", "exit"]
     assert redis.scard("processes") == 0  # the heartbeat still wrote its last beat
     assert [json.loads(job)["args"] for job in redis.lrange("queue:default", 0, -1)] == [["long", 60]]
-    assert "component stuck did not stop within the shutdown timeout" in worker.output()
+    log = worker.output()
+    assert "component stuck did not stop within the shutdown timeout" in log
+    # The deadline as the process keeps it, from its own lines: the test's
+    # scheduling and the interpreter's exit are not in this measure.
+    assert logged_at(log, ": bye") - logged_at(log, "received TERM") < timeout + SHUTDOWN_SLACK
 
 
 def test_a_component_that_cannot_start_takes_the_started_ones_down_with_the_boot(config, redis):

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import wurk
 import wurk.api
-from tests.helpers import wait_for
+from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.worker.worker_app import Record, Slow
 from wurk.cli import build
 
@@ -73,8 +73,9 @@ def test_processes_quiet_and_stop(workers, config, redis):
     run(config, "quiet", process["identity"])
     wait_for(lambda: json.loads(run(config, "processes", "--json").output)[0]["quiet"], timeout=10)
     Slow.perform_async("never", 0)
-    time.sleep(1)
+    wait_until_fetching_ended(worker.log, worker.pid, lambda: worker.signal(signal.SIGTTIN))
     assert redis.llen("queue:default") == 1  # quiet: nothing fetched
+    assert redis.llen("started") == 0
     run(config, "stop", "--all")
     assert worker.wait(30) == 0
     assert worker.proc.returncode != -signal.SIGKILL

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import wurk.outcomes
-from tests.helpers import WorkerPool, wait_for
+from tests.helpers import Subprocess, WorkerPool, wait_for
 from tests.worker import outcome_app
 from tests.worker.outcome_app import (
     Crashes,
@@ -51,6 +51,14 @@ def listening(config) -> Iterator[list[BaseException]]:
     config.plugins.unregister("deaf")
 
 
+def stop(worker: Subprocess) -> None:
+    """The end marker for "told once": the worker stopped (TERM) and exited.
+    Everything it would tell, a second and wrong telling included, it has
+    told by then, however slowly it ran; a sleep would only hope so."""
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
 def outcomes(redis) -> list[list]:
     return [json.loads(entry) for entry in redis.lrange("outcomes", 0, -1)]
 
@@ -86,7 +94,7 @@ def test_each_way_a_worker_run_ends_is_told_once(outcome_workers, redis):
     expected[expired] = ["died", "expired"]
     worker = outcome_workers.start("-c", "2")
     wait_for(lambda: len(outcomes(redis)) >= len(expected), timeout=30)
-    time.sleep(1)  # room for a second, wrong, telling to show up
+    stop(worker)  # the end marker: a second, wrong, telling would be in by now
     assert {jid: told(redis, jid) for jid in expected} == {jid: [kind] for jid, kind in expected.items()}
     assert len(outcomes(redis)) == len(expected)
     assert redis.zcard("retry") == 1  # the bookings themselves are unchanged
@@ -96,7 +104,6 @@ def test_each_way_a_worker_run_ends_is_told_once(outcome_workers, redis):
     [(member, score)] = redis.zrange("schedule", 0, -1, withscores=True)
     assert json.loads(member)["class"].endswith(".Limited")
     assert score > time.time() + 3000
-    worker.stop()
     log = worker.output()
     assert "a broken listener heard succeeded" in log  # reported, and the recorder still heard it
 
@@ -108,9 +115,8 @@ def test_a_retry_that_runs_out_is_told_as_exhausted(outcome_workers, redis):
     [member] = redis.zrange("retry", 0, -1)
     redis.zadd("retry", {member: time.time() - 1}, xx=True)  # due now
     wait_for(lambda: len(told(redis, jid)) == 2, timeout=30)
-    time.sleep(0.5)
+    stop(worker)
     assert told(redis, jid) == [["retry_scheduled", None], ["died", "retries_exhausted"]]
-    worker.stop()
 
 
 def test_a_job_given_back_at_shutdown_is_told_interrupted(outcome_workers, redis):
@@ -127,9 +133,8 @@ def test_a_job_that_stops_early_is_told_interrupted_then_its_next_run(outcome_wo
     jid = StopsOnce.perform_async()
     worker = outcome_workers.start("-c", "1")
     wait_for(lambda: len(told(redis, jid)) == 2, timeout=30)
-    time.sleep(0.5)
+    stop(worker)
     assert told(redis, jid) == [["interrupted", None], ["succeeded", None]]
-    worker.stop()
 
 
 def test_a_kill_through_the_api_in_a_worker_is_told_by_that_worker(outcome_workers, redis):
@@ -140,11 +145,10 @@ def test_a_kill_through_the_api_in_a_worker_is_told_by_that_worker(outcome_worke
     wait_for(lambda: redis.zcard("retry") == 1, timeout=30)
     killer = KillsARetry.perform_async(flaky)
     wait_for(lambda: told(redis, killer) == [["succeeded", None]], timeout=30)
-    time.sleep(0.5)  # room for a second, wrong, telling to show up
+    stop(worker)
     assert told(redis, flaky) == [["retry_scheduled", None], ["died", "killed"]]
     assert redis.zcard("retry") == 0
     assert [json.loads(member)["jid"] for member in redis.zrange("dead", 0, -1)] == [flaky]
-    worker.stop()
 
 
 def test_a_job_that_crashes_its_process_three_times_is_told_a_poison_pill(outcome_workers, redis):
@@ -157,11 +161,10 @@ def test_a_job_that_crashes_its_process_three_times_is_told_a_poison_pill(outcom
     assert redis.llen("crashes") == RECOVERY_THRESHOLD
     survivor = outcome_workers.start("-c", "1")
     wait_for(lambda: told(redis, jid), timeout=30)
-    time.sleep(0.5)
+    stop(survivor)
     assert told(redis, jid) == [["died", "poison_pill"]]
     assert [json.loads(member)["jid"] for member in redis.zrange("dead", 0, -1)] == [jid]
     assert redis.llen("crashes") == RECOVERY_THRESHOLD  # it never ran a fourth time
-    survivor.stop()
 
 
 def test_a_kill_through_the_api_is_told_where_it_happens(config, redis, listening):

@@ -7,7 +7,7 @@ import signal
 import time
 
 import wurk
-from tests.helpers import wait_for
+from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.worker.worker_app import AsyncRecord, Boom, DeadNow, Killer, NoRetry, Record, Slow, TenantRecord
 from wurk.retry import decompress_backtrace
 
@@ -225,8 +225,9 @@ def test_tstp_quiets_and_remote_signals_work(workers, redis):
     worker.signal(signal.SIGTSTP)
     wait_for(lambda: redis.hget(identity, "quiet") == b"true", timeout=10)
     Record.perform_async("ignored while quiet")
-    time.sleep(1)
+    wait_until_fetching_ended(worker.log, worker.pid, lambda: worker.signal(signal.SIGTTIN))
     assert redis.llen("queue:default") == 1
+    assert executions(redis) == {}
     redis.lpush(f"{identity}-signals", "TERM")  # what the Web UI's Stop button does
     assert worker.wait(30) == 0
     assert redis.smembers("processes") == set()
