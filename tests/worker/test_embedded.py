@@ -6,6 +6,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from typing import ClassVar
 
 import pytest
 
@@ -193,24 +194,28 @@ def test_a_failure_that_cannot_be_booked_goes_back_to_its_queue(config, redis):
 class BrokenFetcher(ReliableFetcher):
     """A fetcher with a bug that kills every processor thread that calls it."""
 
-    calls = 0
+    #: When each call was made (``time.monotonic``).
+    calls: ClassVar[list[float]] = []
 
     def retrieve_work(self):
-        type(self).calls += 1
+        type(self).calls.append(time.monotonic())
         raise RuntimeError("a bug in a custom fetcher")
 
 
 def test_dead_processor_threads_are_replaced_with_a_growing_pause(config, redis):
     config["fetch_class"] = BrokenFetcher
     config.concurrency = 2
-    BrokenFetcher.calls = 0
+    BrokenFetcher.calls = []
     instance = wurk.configure_embed()
     instance.run()
     try:
-        wait_for(lambda: BrokenFetcher.calls >= 4)  # the threads die, and are replaced
-        time.sleep(2)
+        wait_for(lambda: len(BrokenFetcher.calls) >= 5, timeout=30)  # the threads die, and are replaced
     finally:
         instance.stop()
-    # Replaced at once, two threads would have called it thousands of times in
-    # those seconds; with a pause doubling from 0.5 s, a handful.
-    assert BrokenFetcher.calls < 20
+    # Replaced at once, the fifth call would follow the first within
+    # milliseconds. With a pause doubling from 0.5 s per death (0.5, 1, 2, 4 s),
+    # the two threads die at once, their replacements at 0.5 and 1 s, and the
+    # third replacement calls 2.5 s after the first call: a lower bound, which
+    # a loaded machine can only make longer.
+    calls = BrokenFetcher.calls
+    assert calls[4] - calls[0] >= 2.0
