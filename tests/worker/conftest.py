@@ -42,3 +42,5 @@ def fetcher_for(config):
         fetcher.quiet()
         for thread in fetcher._waiters:
             thread.join(5)
+        with fetcher.ledger.lock:
+            fetcher.ledger.close()  # the next test's fetchers share this process's gate

@@ -7,7 +7,9 @@ fast elections, pause one with SIGSTOP, and read the events they recorded.
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 import wurk
 from tests.helpers import WorkerPool, wait_for
 from tests.worker.conftest import FAST
+from wurk.identity import ProcessIdentity
 from wurk.leader import NOT_LEADING, SERVICE, Leader, Leadership, fenced_set, leadership
 
 ELECTION = {"TEST_LEADER_TTL": "2", "TEST_LEADER_RENEW": "0.5", "TEST_LEADER_FOLLOWER": "0.5"}
@@ -175,3 +178,46 @@ def test_a_graceful_stop_releases_and_announces_before_exit(leader_workers, redi
         "hook:leader_lost",
         "exit",
     ]
+
+
+def test_a_process_on_a_sigkilled_leaders_host_takes_the_lead_at_once(config, redis_url, redis, tmp_path):
+    # Default election timings: without the takeover the successor would
+    # wait out the 30 s lease and then its 60 s follower pause.
+    pool = WorkerPool(redis_url, tmp_path, "tests.worker.leader_app", FAST)
+    try:
+        first = pool.start("-c", "1")
+        wait_for(lambda: holder_pid(redis) == first.pid, timeout=30)
+        first_token = int(redis.get("leader-token"))
+        first.kill()
+        assert redis.ttl("dear-leader") > 20, "the dead leader's lease still runs"
+        second = pool.start("-c", "1")
+        wait_for(lambda: holder_pid(redis) == second.pid, timeout=15)
+        assert int(redis.get("leader-token")) == first_token + 1
+        wait_for(lambda: f"hook:leader {first_token + 1}" in events(redis, second.pid), timeout=15)
+        second.signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+        assert f"took the lead from {socket.gethostname()}:{first.pid}:" in second.output()
+    finally:
+        pool.stop_all()
+
+
+def test_a_lock_held_by_a_live_process_or_another_host_is_not_taken(config, redis):
+    leader = Leader(config, "here:1:aaaaaaaaaaaa")
+    here = socket.gethostname()
+    # A live process on this host (this very test process, under a nonce it
+    # runs a worker with) and a holder on another host keep the lock.
+    live = ProcessIdentity.current()
+    live.register()
+    try:
+        for holder in (live.identity, f"elsewhere-{here}:999999999:bbbbbbbbbbbb"):
+            redis.set("dear-leader", holder, ex=30)
+            assert not leader.campaign(), holder
+            assert redis.get("dear-leader").decode() == holder
+    finally:
+        live.unregister()
+    # Our own pid under a nonce no worker here runs: a restarted container's
+    # predecessor, gone.
+    dead = f"{here}:{os.getpid()}:cccccccccccc"
+    redis.set("dear-leader", dead, ex=30)
+    assert leader.campaign()
+    assert redis.get("dear-leader") == b"here:1:aaaaaaaaaaaa"

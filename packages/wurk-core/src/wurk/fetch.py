@@ -221,11 +221,11 @@ class ReliableFetcher:
             reply = self.scripts.send("core.fetch", self.pool, script_keys, args)
         except BaseException:
             with self.ledger.lock:
-                self.ledger.claim_failed(wanted, acks)
+                self.ledger.claim_failed(wanted, acks, alone_ok)
             raise
         units = [self._unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
         with self.ledger.lock:
-            return self.ledger.claimed(wanted, acks, units)
+            return self.ledger.claimed(wanted, acks, units, alone_ok)
 
     def _unit(self, name: str, raw: Any, mark: Any) -> UnitOfWork:
         uow = UnitOfWork(name, text(raw), self._private[name], self)
@@ -307,13 +307,15 @@ class ReliableFetcher:
         self.quiet()
         self.waiters.join()
         self.unstarted()
-        self.flush_acks()
-        moved = self.reconciler.requeue_leftovers(keep=set())
-        self.clock.stop_all()
-        self.pool.client.delete(self._running_key)
-        with self.ledger.lock:
-            self.ledger.outstanding.clear()
-            self.ledger.held = 0
-            self.ledger.alone = None
+        try:
+            self.flush_acks()
+            moved = self.reconciler.requeue_leftovers(keep=set())
+            self.clock.stop_all()
+            self.pool.client.delete(self._running_key)
+        finally:
+            # Whatever is left, the reaper gives back (our nonce is no longer
+            # live): this fetcher holds nothing from now on.
+            with self.ledger.lock:
+                self.ledger.close()
         self.waiters.disconnect()
         return moved

@@ -215,7 +215,17 @@ class Waiters:
                 ledger.held -= 1
             return
         with ledger.lock:
-            alone_ok = ledger.held == 1 and ledger.in_flight == 1
+            alone_ok = ledger.go_solo()
+        try:
+            self._adopt(client, name, public, private, job, alone_ok)
+        finally:
+            if alone_ok:
+                with ledger.lock:
+                    ledger.end_solo()
+
+    def _adopt(self, client: Any, name: str, public: str, private: str, job: str | bytes, alone_ok: bool) -> None:
+        """Mark or give back a job just claimed; keep it for an idle thread."""
+        ledger = self.ledger
         try:
             mark = adopt(self.scripts, client, self.running_key, public, private, job, alone_ok)
         except BaseException:

@@ -26,6 +26,35 @@ def live_nonces() -> frozenset[str]:
         return frozenset(_live)
 
 
+def gone(hostname: str, pid: int, nonce: str, here: str) -> bool:
+    """Whether the process ``hostname:pid:nonce`` is certainly dead, as only
+    its own host (``here``) can tell: no process with that pid, or this very
+    process under another nonce (a restarted container's predecessor, with
+    PID 1 again). ``False`` means it may live: another host's process, a pid
+    now taken by some other process, or one this user may not signal; those
+    are left to their heartbeat or lease."""
+    if hostname != here:
+        return False
+    if pid == os.getpid():
+        return nonce not in live_nonces()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def parse_identity(identity: str) -> tuple[str, int, str] | None:
+    """``<hostname>:<pid>:<nonce>`` → its parts (the hostname may hold colons)."""
+    hostname, _, rest = identity.rpartition(":")
+    hostname, _, pid = hostname.rpartition(":")
+    if not hostname or not pid.isdigit():
+        return None
+    return hostname, int(pid), rest
+
+
 @dataclass(frozen=True)
 class ProcessIdentity:
     hostname: str

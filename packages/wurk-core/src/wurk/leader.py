@@ -5,7 +5,10 @@ renews every 15 s (only while it still holds the lock) and bumps
 ``leader-token`` on each promotion, so work it fenced with an older token can
 be told apart. Followers try again every 60 s. A graceful shutdown releases
 the lock (again only if still held), so a successor takes over at once rather
-than after the TTL. ``WURK_LEADER=false`` keeps a process out of elections.
+than after the TTL; so does a process on the dead leader's own host, which
+can see that its process is gone (a SIGKILLed leader whose replacement
+starts on the same host leads at once, not a lease and a try later).
+``WURK_LEADER=false`` keeps a process out of elections.
 
 Leadership is announced both ways: ``leader`` fires on each promotion and
 ``leader_lost`` once each time it ends (a refused renewal, a lease that ran
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import env, keys
 from wurk.component import Component
+from wurk.identity import gone, parse_identity
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -140,14 +144,24 @@ class Leader(Component):
         return False
 
     def _claim(self, conn: Any) -> bool:
-        """Take the lock if it is free. ``SET NX`` sent again after a lost
-        reply finds the lock it set itself: the identity, unique to this
-        process, tells it is ours. The token ``INCR`` that follows may then run
-        twice, which is harmless: the token we read is still the newest."""
+        """Take the lock if it is free, or held by a process this host sees
+        dead. ``SET NX`` sent again after a lost reply finds the lock it set
+        itself: the identity, unique to this process, tells it is ours. The
+        token ``INCR`` that follows may then run twice, which is harmless: the
+        token we read is still the newest."""
         if conn.set(keys.LEADER, self.identity, nx=True, ex=self.ttl):
             return True
-        holder = conn.get(keys.LEADER)
-        return holder is not None and (holder.decode() if isinstance(holder, bytes) else holder) == self.identity
+        raw = conn.get(keys.LEADER)
+        holder = raw.decode() if isinstance(raw, bytes) else raw
+        if holder is None or holder == self.identity:
+            return holder is not None
+        parts = parse_identity(holder)
+        if parts is None or not gone(*parts, env.hostname()):
+            return False
+        taken = self.config.scripts.call("core.leader_takeover", conn, [keys.LEADER], [holder, self.identity, self.ttl])
+        if taken:
+            self.config.logger.info("took the lead from %s, whose process is gone", holder)
+        return bool(taken)
 
     def _lose(self, why: str) -> None:
         """End our leadership and announce it, once however many paths get here."""

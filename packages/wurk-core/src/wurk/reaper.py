@@ -35,14 +35,13 @@ started, never gets there.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import TYPE_CHECKING, Any
 
 from wurk import keys, outcomes
 from wurk import payload as wire
 from wurk.component import Component
-from wurk.identity import live_nonces, parse_private_queue
+from wurk.identity import gone, parse_private_queue
 from wurk.outcomes import Outcome
 from wurk.retry import JobRetry
 from wurk.scripts import Arg
@@ -110,15 +109,8 @@ class Reaper(Component):
         return moved
 
     def alive(self, conn: Any, host: str, pid: int, nonce: str) -> bool:
-        if host == self.identity.hostname:
-            if pid == os.getpid() and nonce not in live_nonces():
-                return False  # our pid, not our nonce: a predecessor in a restarted container
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return False
-            except PermissionError:
-                pass  # someone else's process: the heartbeat decides
+        if gone(host, pid, nonce, self.identity.hostname):
+            return False
         return bool(conn.exists(f"{host}:{pid}:{nonce}"))
 
     def reclaim(self, conn: Any, private: str, queue: str, owner: str) -> int:
