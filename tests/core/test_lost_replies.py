@@ -62,14 +62,14 @@ def test_a_refused_connection_is_retried_even_for_a_write_that_must_not_repeat(l
 
 
 def test_pushes_whose_replies_are_lost_are_pushed_once(lossy_config, fault_proxy, redis):
-    fault_proxy.lose_reply(once_each(lossy_config, "core.push"), times=3)
+    fault_proxy.lose_reply(FaultProxy.first_sending(FaultProxy.push(lossy_config)), times=3)
     jids = [Mail.perform_async(n) for n in range(3)]
     assert len(fault_proxy.lost) == 3
     assert [job["jid"] for job in queued(redis)] == jids
 
 
 def test_a_bulk_push_whose_reply_is_lost_is_pushed_once(lossy_config, fault_proxy, redis):
-    fault_proxy.lose_reply(once_each(lossy_config, "core.push"))
+    fault_proxy.lose_reply(FaultProxy.first_sending(FaultProxy.push(lossy_config)))
     jids = wurk.Client().push_bulk({"class": Mail, "args": [[n] for n in range(2500)]})
     assert len(fault_proxy.lost) == 1
     assert [job["jid"] for job in queued(redis)] == jids
@@ -77,7 +77,7 @@ def test_a_bulk_push_whose_reply_is_lost_is_pushed_once(lossy_config, fault_prox
 
 
 def test_a_scheduled_push_whose_reply_is_lost_is_scheduled_once(lossy_config, fault_proxy, redis):
-    fault_proxy.lose_reply(once_each(lossy_config, "core.push"))
+    fault_proxy.lose_reply(FaultProxy.first_sending(FaultProxy.push(lossy_config)))
     jid = Mail.perform_in(3600, 1)
     assert [json.loads(member)["jid"] for member in redis.zrange("schedule", 0, -1)] == [jid]
 
@@ -87,7 +87,7 @@ def test_the_scheduler_loses_no_job_when_its_pops_replies_are_lost(lossy_config,
     jids = [Mail.perform_in(3600, n) for n in range(5)]
     redis.zadd("schedule", dict.fromkeys(redis.zrange("schedule", 0, -1), 1.0), xx=True)  # all due now
     fault_proxy.lose_reply(once_each(lossy_config, "core.zpopbyscore"), times=3)
-    fault_proxy.lose_reply(once_each(lossy_config, "core.push"), times=2)
+    fault_proxy.lose_reply(FaultProxy.first_sending(FaultProxy.push(lossy_config)), times=2)
     moved = Enq(lossy_config).enqueue_jobs()
     assert moved == 5
     assert len(fault_proxy.lost) == 5
@@ -197,7 +197,7 @@ def test_the_default_scheduler_puts_back_a_member_it_could_not_push(lossy_config
     back to its set instead of being lost, and is promoted on the next pass."""
     jid = Mail.perform_in(3600, 1)
     redis.zadd("schedule", dict.fromkeys(redis.zrange("schedule", 0, -1), 1.0), xx=True)
-    fault_proxy.refuse(FaultProxy.command(b"EVALSHA", lossy_config.scripts["core.push"].sha.encode()), times=3)
+    fault_proxy.refuse(FaultProxy.push_start(lossy_config), times=3)
     Enq(lossy_config).enqueue_jobs()
     assert len(fault_proxy.refused) == 3
     assert redis.llen("queue:mail") == 0
@@ -210,12 +210,16 @@ def test_the_default_scheduler_puts_back_a_member_it_could_not_push(lossy_config
 def test_the_outage_buffer_replays_a_push_that_gave_up_only_if_it_never_arrived(
     lossy_config, fault_proxy, redis, fault
 ):
-    """Every attempt of a push lost its reply (applied) or never arrived
-    (refused): the push gives up and its job is buffered; the replay looks
-    the push up by its fence and writes it only if it did not arrive."""
+    """A push lost its reply (applied) and could not look itself up, or
+    never arrived (refused every time): it gives up and its job is buffered;
+    the replay looks the push up by its fence and writes it only if it did
+    not arrive."""
     lossy_config.reliable_push()
-    push = FaultProxy.command(b"EVALSHA", lossy_config.scripts["core.push"].sha.encode())
-    getattr(fault_proxy, fault)(push, times=3)
+    if fault == "lose_reply":
+        fault_proxy.lose_reply(FaultProxy.push(lossy_config))
+        fault_proxy.refuse(lambda args: args[0].upper() == b"GET" and args[1].startswith(b"wurk:fence:"), times=3)
+    else:
+        fault_proxy.refuse(FaultProxy.push_start(lossy_config), times=3)
     first = Mail.perform_async(1)
     assert len(lossy_config.lookup("outage_buffer")) == 1
     second = Mail.perform_async(2)  # replays the buffer first

@@ -17,6 +17,8 @@ from .test_poller import MINUTE, T0
 
 
 def first_reply_lost(config, script: str) -> Matcher:
+    if script == "core.push":
+        return FaultProxy.first_sending(FaultProxy.push(config))
     return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))
 
 

@@ -14,6 +14,8 @@ JOBS = 40
 
 
 def first_reply_lost(config, script: str):
+    if script == "core.push":
+        return FaultProxy.first_sending(FaultProxy.push(config))
     return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))
 
 

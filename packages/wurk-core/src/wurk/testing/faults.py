@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["FaultProxy", "Matcher"]
 
@@ -141,6 +142,34 @@ class FaultProxy:
 
         def matches(args: list[bytes]) -> bool:
             return len(args) >= len(wanted) and [args[0].upper(), *args[1 : len(wanted)]] == wanted
+
+        return matches
+
+    @staticmethod
+    def push(config: Any) -> Matcher:
+        """Core's push (``wurk.writers.push_core``), whichever form it takes:
+        the fence ``SET`` that ends a small push's pipeline (losing its reply
+        loses the reply to the whole push, all of it applied), or the
+        ``core.push`` script of a large one."""
+        script = config.scripts["core.push"].sha.encode()
+
+        def matches(args: list[bytes]) -> bool:
+            name = args[0].upper()
+            if name == b"SET":
+                return len(args) > 1 and args[1].startswith(b"wurk:fence:")
+            return name == b"EVALSHA" and len(args) > 1 and args[1] == script
+
+        return matches
+
+    @staticmethod
+    def push_start(config: Any) -> Matcher:
+        """The first command of core's push: refusing it keeps the whole push
+        from the server, as a connection that drops before the write does."""
+        script = config.scripts["core.push"].sha.encode()
+
+        def matches(args: list[bytes]) -> bool:
+            name, key = args[0].upper(), args[1] if len(args) > 1 else b""
+            return (name, key) in ((b"ZADD", b"schedule"), (b"SADD", b"queues"), (b"EVALSHA", script))
 
         return matches
 
