@@ -70,7 +70,7 @@ class Batch:
     CALLBACK_NOTIFY_TTL: ClassVar[int] = CALLBACK_NOTIFY_TTL
 
     def __init__(self, bid: str | None = None, *, config: wurk.Config | None = None) -> None:
-        self.config = config or wurk.default_config()
+        self.config = config or wurk.current_config()
         self._description: str | None = None
         self._callback_queue = DEFAULT_CALLBACK_QUEUE
         self._callback_class: str | None = None

@@ -136,7 +136,7 @@ class CallbackJob(wurk.Job, retry=True):
     def perform(self, bid: str, event: str, target: str, options: dict[str, Any]) -> None:
         from wurk_batches.status import Status
 
-        config = wurk.default_config()
+        config = wurk.current_config()  # the worker's running this callback
         method = resolve(target, event, config)
         method(Status(bid, config=config), options)
 

@@ -44,7 +44,7 @@ class Status:
         if not isinstance(bid, str) or not bid.strip():
             raise ValueError(f"a batch status needs a bid, got {bid!r}")
         self.bid = bid
-        self.config = config or wurk.default_config()
+        self.config = config or wurk.current_config()
         self._data: dict[str, str] = {}
         self.reload()
 
@@ -54,7 +54,7 @@ class Status:
         for a listing that reads a page of batches in one pipeline."""
         status = cls.__new__(cls)
         status.bid = bid
-        status.config = config or wurk.default_config()
+        status.config = config or wurk.current_config()
         status._data = {_text(field): _text(value) for field, value in fields.items()}
         return status
 
@@ -215,7 +215,7 @@ class _Listing:
     key = keys.BATCHES
 
     def __init__(self, *, config: wurk.Config | None = None) -> None:
-        self.config = config or wurk.default_config()
+        self.config = config or wurk.current_config()
 
     @property
     def size(self) -> int:

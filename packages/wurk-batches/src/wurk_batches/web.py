@@ -34,7 +34,7 @@ class BatchStatusMiddleware:
         match = PATH.match(path)
         if method not in ("GET", "HEAD") or match is None:
             return None
-        status = Status(match["bid"], config=self.config or wurk.default_config())
+        status = Status(match["bid"], config=self.config or wurk.current_config())
         if not status.exists:
             return 404, b'{"error":"no such batch"}'
         return 200, json.dumps(status.data()).encode()

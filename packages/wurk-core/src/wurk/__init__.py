@@ -6,7 +6,14 @@ from wurk._version import __version__
 from wurk.client import Client
 from wurk.component import Component
 from wurk.config import Config
-from wurk.defaults import configure_client, configure_server, default_config, set_default_config
+from wurk.defaults import (
+    configure_client,
+    configure_server,
+    current_capsule,
+    current_config,
+    default_config,
+    set_default_config,
+)
 from wurk.embed import configure_embed
 from wurk.errors import (
     ConfigurationError,
@@ -55,6 +62,8 @@ __all__ = [
     "configure_client",
     "configure_embed",
     "configure_server",
+    "current_capsule",
+    "current_config",
     "default_config",
     "hookimpl",
     "hookspec",

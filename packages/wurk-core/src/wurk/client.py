@@ -42,7 +42,9 @@ class Client:
     """Pushes jobs; ``Client(config, pool=..., chain=...)`` picks where and how.
 
     ``pool`` shards a push onto another Redis; ``chain`` replaces the
-    configuration's client middleware for this client.
+    configuration's client middleware for this client. Without ``config``,
+    a client made inside a running job pushes with that job's configuration
+    (:func:`wurk.current_config`), anywhere else with the process default.
     """
 
     def __init__(
@@ -52,10 +54,10 @@ class Client:
         pool: RedisPool | None = None,
         chain: Chain | None = None,
     ) -> None:
-        if config is None:
-            from wurk.defaults import default_config
+        if config is None:  # the running job's configuration, else the process default
+            from wurk.defaults import current_config
 
-            config = default_config()
+            config = current_config()
         self.config = config
         self._pool = pool
         self._chain = chain

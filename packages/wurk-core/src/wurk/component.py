@@ -36,6 +36,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from wurk import current
+
 if TYPE_CHECKING:
     from wurk.config import Config
 
@@ -166,6 +168,9 @@ class Component:
         return max(wait, min(BACKOFF_START * 2 ** (self.failures - 1), self.max_backoff))
 
     def _main(self) -> None:
+        # Whatever the thread runs (a push, a plugin's code) works for this
+        # configuration, not the process default.
+        current.mark(self.config)
         try:
             self.run()
         except Exception as exc:  # run() itself broke: say so rather than vanish

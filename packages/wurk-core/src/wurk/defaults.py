@@ -5,15 +5,25 @@ Most applications have one Wurk configuration per process, reached by
 object. Components never read it themselves: the launcher, client and
 middleware receive their configuration explicitly, and tests or embedding
 hosts can build as many :class:`~wurk.config.Config` objects as they like.
+
+The rule: nothing on a worker's path (processor, middleware, components,
+plugin hooks, a running job) calls :func:`default_config`. Code that may run
+both in a job and in the application asks :func:`current_config`, which is
+the configuration running the job (see :mod:`wurk.current`) and the process
+default only outside any worker.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from wurk.config import Config
+from wurk.current import running_capsule, running_config
+
+if TYPE_CHECKING:
+    from wurk.capsule import Capsule
 
 F = TypeVar("F", bound=Callable[[Config], object])
 
@@ -28,6 +38,20 @@ def default_config() -> Config:
         if _default is None:
             _default = Config()
         return _default
+
+
+def current_config() -> Config:
+    """The configuration running the code in this context: in a job, a
+    middleware, a component or a lifecycle hook, the worker's own; in the
+    application's code, outside any worker, the process default."""
+    config = running_config.get()
+    return config if config is not None else default_config()
+
+
+def current_capsule() -> Capsule | None:
+    """The capsule whose processor runs the job in this context; ``None``
+    outside a processor thread."""
+    return running_capsule.get()
 
 
 def set_default_config(config: Config | None) -> Config | None:

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from wurk import payload as wire
 from wurk.client import Client
-from wurk.defaults import default_config
+from wurk.defaults import current_capsule, current_config
 from wurk.errors import ConfigurationError
 
 if TYPE_CHECKING:
+    from wurk.capsule import Capsule
     from wurk.config import Config
 
 #: What ``retry_in`` may return besides a number of seconds.
@@ -176,7 +177,7 @@ class Setter:
             item["at"] = self._at
         if batch_size is not None:
             item["batch_size"] = batch_size
-        return Client(default_config()).push_bulk(item)  # never deferred to a transaction
+        return Client(current_config()).push_bulk(item)  # never deferred to a transaction
 
     def perform_inline(self, *args: Any) -> Any:
         """Run now, in this thread, through the real client and server chains."""
@@ -212,6 +213,20 @@ class Job:
     def perform(self, *args: Any) -> Any:
         raise NotImplementedError(f"{type(self).__qualname__} must define perform()")
 
+    @property
+    def config(self) -> Config:
+        """The configuration running this job: its worker's in a worker, the
+        one of the chain in an inline run, the process default outside both
+        (a plain ``MyJob().perform()``). Read and write Redis through it
+        (``self.config.redis_pool``), not through the process default, so a
+        job run by a worker on another configuration stays on its Redis."""
+        return current_config()
+
+    @property
+    def capsule(self) -> Capsule | None:
+        """The capsule whose processor runs this job; ``None`` outside a worker."""
+        return current_capsule()
+
     def interrupted(self) -> bool:
         """True once the worker running this job is stopping (quiet or
         shutdown): a long job checks it at safe points and raises
@@ -227,7 +242,7 @@ class Job:
     def get_options(cls, config: Config | None = None) -> dict[str, Any]:
         """The global default job options with this class's options over them."""
         if config is None:
-            config = default_config()
+            config = current_config()
         return {**config.default_job_options, **cls.wurk_options}
 
     @classmethod
@@ -242,8 +257,10 @@ class Job:
     @classmethod
     def build_client(cls) -> Any:
         """The client a push uses: ``config.register("client_class", factory)``
-        (see ``wurk.transactional``) can replace the plain one."""
-        config = default_config()
+        (see ``wurk.transactional``) can replace the plain one. The
+        configuration is the one running the current job (a push from inside
+        a job goes to that worker's Redis), else the process default."""
+        config = current_config()
         factory = config.lookup("client_class")
         if factory is not None:
             return factory(config)

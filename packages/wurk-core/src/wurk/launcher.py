@@ -17,13 +17,15 @@ whole process is down within ``timeout``, as a supervisor counting on it
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from wurk import current
 from wurk.component import Component, ComponentRegistry
 from wurk.identity import ProcessIdentity
 from wurk.leader import SERVICE as LEADER_SERVICE
@@ -51,6 +53,22 @@ COMPONENT_SHARE = 0.2
 #: Seconds the started components get to stop when the boot itself fails (no
 #: shutdown timeout applies then).
 COMPONENT_GRACE = 3.0
+
+M = TypeVar("M", bound=Callable[..., Any])
+
+
+def _as_its_config(method: M) -> M:
+    """Run a launcher method as its configuration (see :mod:`wurk.current`):
+    it runs in the host's thread (the main thread, an embedding
+    application's), and the lifecycle hooks, the first beat and anything they
+    push must reach this worker's Redis, not the process default's."""
+
+    @functools.wraps(method)
+    def marked(self: Launcher, *args: Any, **kwargs: Any) -> Any:
+        with current.running(self.config):
+            return method(self, *args, **kwargs)
+
+    return marked  # type: ignore[return-value]
 
 
 class Launcher:
@@ -107,6 +125,7 @@ class Launcher:
         found = self.components.named(Heartbeat.name)
         return found if isinstance(found, Heartbeat) else None
 
+    @_as_its_config
     def run(self, *, quiet: bool = False) -> None:
         """Boot everything; returns once it all runs in its own threads.
 
@@ -148,6 +167,7 @@ class Launcher:
             ", ".join(f"{name}={c.queue_specs}" for name, c in config.capsules.items()),
         )
 
+    @_as_its_config
     def quiet(self) -> None:
         if not self.runtime.mark_quiet():
             return
@@ -158,6 +178,7 @@ class Launcher:
             self._guarded(component, component.quiet)
         self.config.fire_event("quiet")
 
+    @_as_its_config
     def stop(self) -> None:
         if not self.runtime.mark_stopping():
             return

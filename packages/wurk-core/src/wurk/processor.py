@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from wurk import fields, outcomes
+from wurk import current, fields, outcomes
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
@@ -135,8 +135,11 @@ class Processor:
 
     def run(self) -> None:
         # Once per thread, not per job: every job this thread runs sees the
-        # same flag (an async perform's task is handed it in ``_flagged``).
+        # same flag and configuration (an async perform's task is handed them
+        # in ``_flagged``), so a job, its middleware and the hooks it fires
+        # reach this worker's Redis, never the process default's.
         current_stopping.set(self.stopping)
+        current.mark(self.config, self.capsule)
         try:
             while not self._done:
                 self.process_one()
@@ -314,7 +317,8 @@ class Processor:
         return result
 
     async def _flagged(self, awaitable: Any) -> Any:
-        """``awaitable`` in a task that sees this thread's stopping flag (the
-        loop's tasks do not inherit this thread's context)."""
+        """``awaitable`` in a task that sees this thread's stopping flag and
+        configuration (the loop's tasks do not inherit this thread's context)."""
         current_stopping.set(self.stopping)
+        current.mark(self.config, self.capsule)
         return await awaitable

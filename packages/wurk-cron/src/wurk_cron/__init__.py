@@ -56,10 +56,11 @@ __all__ = [
 
 
 def _config(config: Config | None) -> Config:
+    """``config``, else the one running this code (see :func:`wurk.current_config`)."""
     if config is None:
-        from wurk import default_config
+        from wurk import current_config
 
-        return default_config()
+        return current_config()
     return config
 
 

@@ -107,9 +107,9 @@ class LoopSet:
 
     def __init__(self, config: Config | None = None) -> None:
         if config is None:
-            from wurk import default_config
+            from wurk import current_config
 
-            config = default_config()
+            config = current_config()
         self.config = config
 
     def lids(self) -> list[str]:

@@ -36,9 +36,9 @@ __all__ = ["ConfigTester"]
 class ConfigTester:
     def __init__(self, config: Config | None = None) -> None:
         if config is None:
-            from wurk import default_config
+            from wurk import current_config
 
-            config = default_config()
+            config = current_config()
         self.config = config
 
     def verify(self, block: Callable[[Manager], object]) -> Manager:

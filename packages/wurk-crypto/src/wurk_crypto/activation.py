@@ -1,7 +1,8 @@
 """Turning encryption on for the process, and what that installs.
 
 ``enable`` makes the keyring the process's and installs the two middleware
-into the process default configuration and, through the plugin's
+into the configuration it is given (by default the one running the caller:
+the process default in application code) and, through the plugin's
 ``wurk_register_middleware`` hook, into every configuration that loads its
 plugins afterwards (one that switched the plugin off gets none). Nothing is
 installed before, so a process that never enables pays nothing per job; the
@@ -18,25 +19,28 @@ from wurk_crypto.keyring import Resolver, Version
 from wurk_crypto.middleware import DecryptServer, EncryptClient
 
 if TYPE_CHECKING:
+    from wurk.config import Config
     from wurk.middleware import Chain
 
 #: The plugin's entry-point name, as ``WURK_DISABLE_PLUGINS`` spells it.
 PLUGIN = "crypto"
 
 
-def enable(active_version: Version, resolver: Resolver) -> None:
+def enable(active_version: Version, resolver: Resolver, *, config: Config | None = None) -> None:
     """Encrypt with ``active_version`` from now on; ``resolver(version)``
     returns the 32 raw bytes of any version, and raises ``KeyError`` (or
     ``IndexError``) for one it does not have.
 
     Process-wide. Calling it again replaces both and forgets every cached
     key. Call it at boot, before the worker starts, in every process that
-    pushes or runs encrypted jobs.
+    pushes or runs encrypted jobs. ``config`` names a configuration whose
+    plugins already loaded (an embedded worker's built before this call);
+    others get the middleware when they load their plugins.
     """
-    from wurk.defaults import default_config
+    from wurk.defaults import current_config
 
     keyring.use(active_version, resolver)
-    config = default_config()
+    config = config or current_config()
     if config.plugins.is_enabled(PLUGIN):
         install(config.client_middleware, config.server_middleware)
 

@@ -64,11 +64,12 @@ def scheduled_ttl(ttl: int, at: Any, now: float | None = None) -> int:
 
 def root_config(config: Any) -> Config:
     """The configuration behind a middleware's ``config`` (a capsule holds it),
-    or the process default for a chain built without one."""
+    or, for a chain built without one, the configuration running this code
+    (see :func:`wurk.current_config`)."""
     if config is None:
-        from wurk.defaults import default_config
+        from wurk.defaults import current_config
 
-        return default_config()
+        return current_config()
     return getattr(config, "config", None) or config
 
 

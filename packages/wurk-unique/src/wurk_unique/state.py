@@ -3,9 +3,10 @@
 Uniqueness is process-wide and off until :func:`enable`, as Sidekiq
 Enterprise's ``unique!``. Enabling installs the client middleware (lock on
 push), the server middleware (release on start or success) and the death
-handler (release on an automatic death) into the process default
-configuration, and, through the plugin's ``wurk_register_middleware`` hook,
-into every configuration that loads its plugins afterwards. A configuration
+handler (release on an automatic death) into the configuration it is given
+(by default the one running the caller: the process default in application
+code), and, through the plugin's ``wurk_register_middleware`` hook, into
+every configuration that loads its plugins afterwards. A configuration
 that switched the plugin off gets none of them. Nothing is installed before,
 so a process that never enables pays nothing per push or per job.
 """
@@ -35,19 +36,21 @@ def enabled() -> bool:
     return _enabled
 
 
-def enable() -> None:
+def enable(*, config: Config | None = None) -> None:
     """Turn unique jobs on for this process. Idempotent.
 
     Call it at boot, before the worker starts, in every process that enqueues
     and every process that runs jobs: a process without it pushes duplicates
-    and never releases a lock.
+    and never releases a lock. ``config`` names a configuration whose plugins
+    already loaded (an embedded worker's built before this call); others get
+    the middleware when they load their plugins.
     """
     global _enabled
-    from wurk.defaults import default_config
+    from wurk.defaults import current_config
 
     with _lock:
         _enabled = True
-    config = default_config()
+    config = config or current_config()
     if config.plugins.is_enabled(PLUGIN):
         install(config.client_middleware, config.server_middleware, config)
 

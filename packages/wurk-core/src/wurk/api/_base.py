@@ -32,10 +32,10 @@ class RedisAccess:
     """A configuration plus an optional pool override."""
 
     def __init__(self, config: Config | None = None, pool: RedisPool | None = None) -> None:
-        if config is None:
-            from wurk.defaults import default_config
+        if config is None:  # the running job's configuration, else the process default
+            from wurk.defaults import current_config
 
-            config = default_config()
+            config = current_config()
         self.config = config
         self._pool = pool
 

@@ -21,14 +21,17 @@ import contextlib
 import inspect
 import time
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wurk import testing
-from wurk.defaults import default_config
+from wurk.defaults import current_capsule, current_config
 from wurk.errors import Interrupted
 from wurk.iterable import enumerators, orm, state
 from wurk.job import Job
 from wurk.server_middleware import stopping
+
+if TYPE_CHECKING:
+    from wurk.redis_pool import RedisPool
 
 #: Methods that run inside the loop's thread and so must be plain ``def``s.
 SYNC_ONLY = (
@@ -140,7 +143,7 @@ class IterableJob(Job):
         """Cancel this job: the next iteration does not run. Returns the
         cancellation's epoch seconds (the first one, if it was cancelled before)."""
         if self._persisted():
-            self._cancelled = state.cancel(default_config().redis_pool, self.jid or "")
+            self._cancelled = state.cancel(self._redis_pool(), self.jid or "")
         elif self._cancelled is None:
             self._cancelled = int(time.time())
         return self._cancelled
@@ -175,7 +178,7 @@ class IterableJob(Job):
         self._persist = None
         self._persist = self._persisted()
         self._arguments = tuple(args)
-        progress = state.load(default_config().redis_pool, self.jid or "") if self._persisted() else state.Progress()
+        progress = state.load(self._redis_pool(), self.jid or "") if self._persisted() else state.Progress()
         self._executions = progress.executions
         self._cursor = self._position = progress.cursor
         self._began_at = state.encode_cursor(progress.cursor, self._owner())
@@ -189,7 +192,7 @@ class IterableJob(Job):
         self._executions += 1
         walk = self.build_enumerator(*args, cursor=self._cursor)
         if walk is None:
-            default_config().logger.info("%s: build_enumerator returned None, nothing to do", self._owner())
+            current_config().logger.info("%s: build_enumerator returned None, nothing to do", self._owner())
             return
         if not isinstance(walk, Iterable):
             raise TypeError(
@@ -203,14 +206,14 @@ class IterableJob(Job):
             self.on_stop()
             raise
         except _Cancelled:
-            default_config().logger.info("%s: cancelled", self._owner())
+            current_config().logger.info("%s: cancelled", self._owner())
             self.on_cancel()
             self.on_stop()
         else:
             self._checkpoint()
         self.on_complete()
         if self._persisted():
-            state.delete(default_config().redis_pool, self.jid or "")
+            state.delete(self._redis_pool(), self.jid or "")
 
     def _iterate(self, walk: Iterable[Any], args: tuple[Any, ...]) -> None:
         """The loop; returns at the end of the walk, raises ``Interrupted`` to
@@ -264,10 +267,19 @@ class IterableJob(Job):
         runtime = self._runtime + (time.monotonic() - self._started)
         progressed = text != self._began_at
         cancelled = state.flush(
-            default_config().redis_pool, self.jid or "", self._executions, text, runtime, progressed=progressed
+            self._redis_pool(), self.jid or "", self._executions, text, runtime, progressed=progressed
         )
         if cancelled is not None and self._cancelled is None:
             self._cancelled = cancelled
+
+    def _redis_pool(self) -> RedisPool:
+        """Where the state lives: the Redis of the worker running this job
+        (its capsule's pool), else of the configuration a caller outside any
+        worker uses (``cancel`` from the application)."""
+        # Asked of the context, not of ``self.config``: a subclass may have
+        # an attribute of that name for its own use.
+        capsule = current_capsule()
+        return capsule.redis_pool if capsule is not None else current_config().redis_pool
 
     def _owner(self) -> str:
         return f"{type(self).__qualname__} (jid {self.jid})" if self.jid else f"{type(self).__qualname__} (no jid)"

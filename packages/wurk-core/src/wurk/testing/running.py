@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wurk import current
 from wurk import payload as wire
 from wurk.registry import defined_job_class
 from wurk.server_middleware import current_job
@@ -22,8 +23,10 @@ Payload = dict[str, Any]
 
 def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None = None) -> Any:
     """Instantiate ``job_class`` for ``job`` and run it through ``chain``;
-    ``perform``'s return value (``None`` when a middleware skipped it)."""
-    config = config or (chain.config if chain.config is not None else default_config())
+    ``perform``'s return value (``None`` when a middleware skipped it). The
+    job runs as ``config`` (see :mod:`wurk.current`): what it pushes or reads
+    goes where a worker on that configuration would send it."""
+    config = config or (chain.config if chain.config is not None else current_config())
     if chain.config is None:
         chain = chain.copy_for(config)  # so the middleware get a configuration
     job_class = unwrap(job_class)
@@ -38,7 +41,8 @@ def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None
 
     token = current_job.set(job)
     try:
-        chain.invoke(instance, job, job.get("queue"), final=perform)
+        with current.running(getattr(config, "config", config)):  # a chain may hold a capsule
+            chain.invoke(instance, job, job.get("queue"), final=perform)
     finally:
         current_job.reset(token)
     return result[0]
@@ -53,12 +57,12 @@ def wire_copy(job: Payload) -> Payload:
     return wire.loads(wire.dumps(job))
 
 
-def default_config() -> Config:
+def current_config() -> Config:
     # Imported late: the configuration module pulls in most of Wurk, and
     # ``wurk.client`` imports this package while ``wurk`` itself is loading.
-    from wurk.defaults import default_config
+    from wurk.defaults import current_config
 
-    return default_config()
+    return current_config()
 
 
 def unwrap(job_class: Any) -> Any:
@@ -86,4 +90,4 @@ def resolve(name: str, config: Config | None = None) -> Any:
     defined = defined_job_class(name)
     if defined is not None:
         return defined
-    return (config or default_config()).jobs.resolve(name)
+    return (config or current_config()).jobs.resolve(name)
