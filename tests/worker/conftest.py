@@ -40,7 +40,7 @@ def fetcher_for(config):
     yield make
     for fetcher in made:
         fetcher.quiet()
-        for thread in fetcher._waiters:
+        for thread in fetcher.waiters.threads:
             thread.join(5)
         with fetcher.ledger.lock:
             fetcher.ledger.close()  # the next test's fetchers share this process's gate

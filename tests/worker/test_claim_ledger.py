@@ -6,7 +6,8 @@ is in, in its own fetcher and in every other fetcher of the process."""
 from __future__ import annotations
 
 from wurk.fetch import UnitOfWork
-from wurk.fetch_claims import ClaimLedger, SoloGate
+from wurk.fetch.gate import SoloGate
+from wurk.fetch.ledger import ClaimLedger
 
 
 def locked(ledger: ClaimLedger, method: str, *args, **kwargs):
