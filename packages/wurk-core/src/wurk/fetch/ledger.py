@@ -370,8 +370,8 @@ class ClaimLedger:
         for name in ("idle", "in_flight", "sending"):
             if getattr(self, name) < 0:
                 failures.append(f"{name} is {getattr(self, name)}")
-        if self.sending and not self.in_flight:
-            failures.append(f"{self.sending} acknowledgement(s) sending with no claim in flight")
+        if (self.sending or self.solo) and not self.in_flight:
+            failures.append(f"sending {self.sending}, solo {self.solo}, with no claim in flight")
         local = set(self.local)
         if len(local) != len(self.local):
             failures.append("a job is twice in the local buffer")
