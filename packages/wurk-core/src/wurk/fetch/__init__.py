@@ -1,4 +1,4 @@
-r"""Reliable fetch: the only way Wurk takes a job off a queue.
+"""Reliable fetch: the only way Wurk takes a job off a queue.
 
 Every fetch *moves* a job from the tail of its public queue onto this
 process's private list for that queue (``queue:<q>|<host>|<pid>|<nonce>|0``),
