@@ -101,6 +101,16 @@ def handler_list(key: str, handlers: Any) -> list[Any]:
     return handlers
 
 
+def name_list(key: str, value: Any) -> list[str]:
+    """A check: a list of non-empty strings (plugin names)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{key} must be a list of names, got {value!r}")
+    names = list(value)
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise ConfigurationError(f"{key} must hold non-empty names, got {value!r}")
+    return names
+
+
 COMPLEX_ARGUMENT_MODES = ("raise", "warn", False)
 
 
@@ -236,6 +246,7 @@ RUNTIME_OPTIONS = (
     "verbose",
     "server",
     "disabled_plugins",
+    "plugins",
     "max_retries",
     "fetch_class",
     "fetch_setup",
@@ -269,6 +280,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "fetch_poll_interval": positive_number,
     "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
+    "plugins": name_list,
 }
 
 
