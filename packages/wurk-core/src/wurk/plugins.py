@@ -295,28 +295,26 @@ class Plugins:
         for name in self.disabled:
             self._pm.set_blocked(name)
         if entry_points:
-            wanted = parse_disabled(named)
-            self._load_entry_points(None if not wurk_env.truthy(env.get(NO_AUTOLOAD_ENV)) else wanted)
+            self._load_entry_points(parse_disabled(named), autoload=not wurk_env.truthy(env.get(NO_AUTOLOAD_ENV)))
         self._validate()
         #: The typed hook caller: ``plugins.call.register_scripts(registry)``.
         self.call = HookCaller(self)
 
-    def _load_entry_points(self, only: frozenset[str] | None) -> None:
+    def _load_entry_points(self, named: frozenset[str], *, autoload: bool) -> None:
         """Import and register the ``wurk`` entry points: all of them, or with
-        autoload off the names in ``only``; a name there that no installed
+        autoload off the ``named`` ones; a named plugin that no installed
         distribution publishes is an error, not a plugin quietly missing."""
         # pluggy's load_setuptools_entrypoints registers as it imports; the
         # plugin API has to be checked in between, so the loop is ours.
         published = metadata.entry_points(group=ENTRY_POINT_GROUP)
-        if only is not None:
-            missing = sorted(only - set(published.names) - {CORE_PLUGIN})
-            if missing:
-                raise PluginError(
-                    f"config['plugins'] names {', '.join(map(repr, missing))}, but no installed distribution "
-                    f"publishes a wurk plugin of that name (see `wurk plugins`)"
-                )
+        missing = sorted(named - set(published.names) - {CORE_PLUGIN})
+        if missing:
+            raise PluginError(
+                f"config['plugins'] names {', '.join(map(repr, missing))}, but no installed distribution "
+                f"publishes a wurk plugin of that name (see `wurk plugins`)"
+            )
         for ep in published:
-            if only is not None and ep.name not in only:
+            if not autoload and ep.name not in named:
                 continue  # autoload is off: only the plugins the configuration names
             if self._pm.has_plugin(ep.name) or self._pm.is_blocked(ep.name):
                 continue  # a duplicate on sys.path, or switched off: never imported
