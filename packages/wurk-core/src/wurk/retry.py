@@ -379,7 +379,10 @@ class Retrier:
     def kill(self, job: dict[str, Any], exc: BaseException | None = None, *, reason: Reason = "killed") -> None:
         """Put ``job`` in the dead set now (trimmed by age and size, as always),
         run the death handlers with ``exc`` (a ``RuntimeError`` naming the
-        reason when there is none), and tell the outcome ``died``."""
+        reason when there is none), and tell the outcome ``died``. ``reason``
+        must be registered (:func:`wurk.outcomes.add_reason`): an unknown one
+        is refused before anything is booked."""
+        outcomes.check_reason(reason)
         error = exc if exc is not None else _raised(f"Job killed: {reason}")
         member = wire.dumps(job)
         booking()

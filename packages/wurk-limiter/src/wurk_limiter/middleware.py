@@ -26,6 +26,7 @@ from typing import Any
 import wurk
 from wurk import payload as wire
 from wurk.middleware import ServerMiddleware
+from wurk.outcomes import add_reason
 from wurk.retry import Retrier, booked_payload, error_class_name, error_message
 from wurk_limiter.errors import OverLimit, Rescheduled
 from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter, running_config
@@ -33,6 +34,11 @@ from wurk_limiter.settings import LimiterConfig, limiter_config
 
 #: The prefix of a rate-limited dead job's error message.
 DEAD_PREFIX = "rate_limited:"
+
+#: The outcome reason of a job the poison brake sent to the dead set,
+#: registered here, beside the one call that gives it.
+RATE_LIMITED = "rate_limited"
+add_reason(RATE_LIMITED, "a rate limiter refused it as many times as its cap allows: the dead set")
 
 
 def default_backoff(overrated: int) -> float:
@@ -93,7 +99,7 @@ class LimiterMiddleware(ServerMiddleware):
             payload["error_message"] = f"{DEAD_PREFIX} {error_message(exc)}"
             payload["error_class"] = error_class_name(exc)
             payload["failed_at"] = wire.now_ms()
-            retrier.kill(payload, exc, reason="rate_limited")
+            retrier.kill(payload, exc, reason=RATE_LIMITED)
             config.statsd_increment("jobs.rate_limited")
         else:
             retrier.reschedule(payload, backoff_for(limiter, settings, payload, exc, config), queue=queue)
