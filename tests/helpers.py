@@ -164,7 +164,7 @@ def at_rest(client: Any, *queues: str) -> bool:
 # already have shown up.
 
 #: The threads through which a worker process takes jobs: its processors and
-#: the fetcher's waiters (:mod:`wurk.fetch_waiters`).
+#: the fetcher's waiters (:mod:`wurk.fetch.waiters`).
 FETCHING_THREADS = ("wurk-processor-", "wurk-waiter-")
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import pytest
 
 import wurk
 import wurk_web
+from tests.foundation.test_plugins import install_dist
 from wurk.errors import ConfigurationError, PluginError
 from wurk.plugins import DISABLE_ENV, Plugins
-from wurk.settings import UNSET, SettingRegistry, optional, positive_number, whole_number
+from wurk.settings import UNSET, SettingRegistry, optional, positive_number, published_settings, whole_number
 
 
 class ListHandler(logging.Handler):
@@ -43,6 +45,14 @@ def captured(monkeypatch):
     yield build
     for logger, handler in build.handlers:
         logger.removeHandler(handler)
+
+
+def not_loaded(key: str, distribution: str) -> str:
+    return (
+        f"option {key!r} is a setting of {distribution}, whose plugin is not loaded (switched off in "
+        "WURK_DISABLE_PLUGINS or config['disabled_plugins'], or left out of config['plugins'] with "
+        "WURK_DISABLE_PLUGIN_AUTOLOAD set): it has no effect"
+    )
 
 
 def warnings_of(handler):
@@ -223,10 +233,7 @@ def test_a_feature_setting_set_while_its_plugin_is_disabled_names_the_distributi
     config, handler = captured(disabled_plugins=["web", "cron"])
     config["web_pool_size"] = 3  # before the plugins load
     config.freeze()
-    assert warnings_of(handler) == [
-        "option 'web_pool_size' is a setting of wurk-web, which is not installed or is disabled "
-        "(WURK_DISABLE_PLUGINS or config['disabled_plugins']): it has no effect"
-    ]
+    assert warnings_of(handler) == [not_loaded("web_pool_size", "wurk-web")]
     assert "cron_tick_interval" not in config
 
 
@@ -234,10 +241,7 @@ def test_a_feature_setting_written_after_the_plugins_loaded_warns_at_once(captur
     config, handler = captured(disabled_plugins=["swarm"])
     _ = config.plugins
     config["memory_limit_mb"] = 512
-    assert warnings_of(handler) == [
-        "option 'memory_limit_mb' is a setting of wurk-swarm, which is not installed or is disabled "
-        "(WURK_DISABLE_PLUGINS or config['disabled_plugins']): it has no effect"
-    ]
+    assert warnings_of(handler) == [not_loaded("memory_limit_mb", "wurk-swarm")]
     assert config["memory_limit_mb"] == 512  # kept as written, like any open key
 
 
@@ -253,16 +257,45 @@ def test_a_misspelt_feature_setting_is_suggested_even_without_its_plugin(capture
     assert warnings_of(handler) == ["unknown option 'web_pool_sise'; did you mean 'web_pool_size'?"]
 
 
-def test_cores_hint_tables_only_name_what_each_plugin_declares(captured):
-    """Core may name a feature's key only to say which distribution to install;
-    the key itself is the plugin's, declared with the same owner."""
+def test_core_lists_no_feature_setting_and_each_distribution_publishes_what_its_plugin_declares(captured):
+    """The hint that names a feature's distribution comes from that
+    distribution's own metadata, and names exactly what its plugin declares."""
+    import wurk.settings
     from wurk.options import FEATURE_OPTIONS
-    from wurk.settings import FEATURE_SETTINGS
 
+    assert not hasattr(wurk.settings, "FEATURE_SETTINGS")
     config, _ = captured()
-    assert {name: config.settings.get(name).owner for name in FEATURE_SETTINGS} == FEATURE_SETTINGS
+    declared = {setting.name: setting.owner for setting in config.settings if setting.owner != "wurk-core"}
+    assert published_settings() == declared
     options = config.job_options
     assert {name: options.owner(name) for name in FEATURE_OPTIONS} == FEATURE_OPTIONS
+
+
+def test_a_third_party_setting_names_its_distribution_while_its_plugin_is_off(captured, tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    source = (
+        "import wurk\n\n@wurk.hookimpl\ndef wurk_register_settings(settings):\n"
+        "    settings.add('invoice_printer', default='lp0', owner='acme-invoices')\n"
+    )
+    install_dist(
+        site,
+        "acme_invoices",
+        source,
+        "[wurk]\ninvoices = acme_invoices\n\n[wurk.settings]\ninvoice_printer = acme_invoices\n",
+    )
+    monkeypatch.syspath_prepend(str(site))
+    config, handler = captured(disabled_plugins=["invoices"])
+    config["invoice_printer"] = "lp1"
+    config.freeze()
+    assert warnings_of(handler) == [not_loaded("invoice_printer", "acme_invoices")]
+    assert "acme_invoices" not in sys.modules  # named from its metadata, never imported
+
+    loaded, handler = captured()
+    loaded["invoice_printer"] = "lp1"
+    loaded.freeze()
+    assert warnings_of(handler) == []
+    assert loaded.settings.get("invoice_printer").owner == "acme-invoices"
 
 
 def test_a_fallback_is_read_while_the_setting_is_unassigned(captured, monkeypatch):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from contextlib import ExitStack
 
 import pytest
@@ -32,20 +31,9 @@ def hold(stack: ExitStack, limiter: Limiter, kind: str, times: int) -> list:
     return [stack.enter_context(limiter.within_limit(**call_kwargs(kind))) for _ in range(times)]
 
 
-def test_construction_registers_the_limiter(config, redis, kind):
-    limiter = make(kind, "stripe-1")
-    meta = redis.hgetall("lmtr:stripe-1")
-    assert meta[b"type"] == kind.encode()
-    assert json.loads(meta[b"options"]) == json.loads(json.dumps(limiter.options))
-    assert redis.smembers("lmtr-list") == {b"stripe-1"}
-    assert 86_400 * 90 - 5 <= redis.ttl("lmtr:stripe-1") <= 86_400 * 90
-    assert Limiter.names() == ["stripe-1"]
-    assert limiter.name == "stripe-1"
-    assert limiter.type == kind
-
-
 def test_fingerprint_is_sha256_of_type_name_and_options(config, redis, kind):
     limiter = make(kind, "shop-7")
+    limiter.status()  # the first use registers it (tests/limiter/test_lazy_registration.py)
     body = f"{kind}|shop-7|{redis.hget('lmtr:shop-7', 'options').decode()}"
     assert limiter.fingerprint == hashlib.sha256(body.encode()).hexdigest()
     assert redis.hget("lmtr:shop-7", "fingerprint").decode() == limiter.fingerprint

@@ -39,6 +39,13 @@ def test_every_type_is_listed_with_its_usage_as_status_reads_it(config, web, kin
     assert (row["counters"] is not None) is (kind == "concurrent")
 
 
+def test_a_limiter_is_listed_once_it_has_been_used(config, web):
+    limiter = Limiter.window("unused-yet", 5, 60)
+    assert "unused-yet" not in rows_by_name(web)  # built: nothing written
+    limiter.within_limit(lambda: None)
+    assert rows_by_name(web)["unused-yet"]["type"] == "window"
+
+
 def test_the_concurrent_counters_and_an_exhausted_limiter(config, web):
     seats = Limiter.concurrent("seats", 1, wait_timeout=0)
     with seats.within_limit():
@@ -69,7 +76,7 @@ def test_reset_clears_the_state_and_keeps_the_limiter(config, redis, web):
 def test_pages_walk_the_whole_registry_and_filter_by_name(config, web):
     names = {f"tenant-{n:02d}" for n in range(30)} | {"stripe"}
     for name in names:
-        Limiter.window(name, 5, 60)
+        Limiter.window(name, 5, 60).status()  # used once: registered
     seen: set[str] = set()
     cursor = None
     for _ in range(40):

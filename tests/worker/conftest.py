@@ -26,7 +26,8 @@ def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
 @pytest.fixture
 def fetcher_for(config):
     """Makes fetchers on the test server (a short poll interval); their waiter
-    threads end after the test."""
+    threads end after the test, and their claim ledgers' books must add up
+    then."""
     made = []
 
     def make(*queues, concurrency=1):
@@ -40,7 +41,10 @@ def fetcher_for(config):
     yield make
     for fetcher in made:
         fetcher.quiet()
-        for thread in fetcher._waiters:
+        for thread in fetcher.waiters.threads:
             thread.join(5)
         with fetcher.ledger.lock:
-            fetcher.ledger.close()  # the next test's fetchers share this process's gate
+            try:
+                fetcher.ledger.check()
+            finally:
+                fetcher.ledger.close()  # the next test's fetchers share this process's gate

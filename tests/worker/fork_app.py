@@ -213,7 +213,7 @@ def main() -> int:
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + DEADLINE
-    while not fetcher._block_pools and time.monotonic() < deadline:
+    while not fetcher.waiters.pools and time.monotonic() < deadline:
         time.sleep(0.01)  # wait for the waiters, so one is blocked at the fork
     time.sleep(0.2)
 

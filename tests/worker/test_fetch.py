@@ -27,8 +27,24 @@ def push(redis, queue, *jobs):
 def fetched(fetcher):
     """The next job, acknowledged at once (as a processor would after running it)."""
     uow = fetcher.retrieve_work()
+    books(fetcher)
     uow.acknowledge()
+    books(fetcher)
     return uow
+
+
+def books(fetcher):
+    """The fetcher's claim ledger adds up: the bound holds, and every job it
+    claimed is running or waiting in its local buffer."""
+    with fetcher.ledger.lock:
+        fetcher.ledger.check()
+
+
+def idle_threads(fetcher, count):
+    """``count`` other processor threads are waiting for a job."""
+    with fetcher.ledger.lock:
+        for _ in range(count):
+            fetcher.ledger.thread_idles()
 
 
 def jid_of(uow):
@@ -48,10 +64,16 @@ def test_a_fetched_job_lives_in_the_private_list_until_acknowledged(fetcher_for,
     )
     assert redis.llen("queue:default") == 0
     assert redis.lrange(uow.private, 0, -1) == [uow.job.encode()]
+    assert fetcher.ledger.running == {uow}
+    books(fetcher)
     uow.acknowledge()
     assert redis.llen(uow.private) == 1  # the LREM waits for the next round trip
+    assert fetcher.ledger.held == 1
+    books(fetcher)
     fetcher.flush_acks()
     assert redis.llen(uow.private) == 0
+    assert (fetcher.ledger.held, fetcher.ledger.outstanding, fetcher.ledger.running) == (0, {}, set())
+    books(fetcher)
 
 
 def test_strict_order_takes_oldest_first_and_skips_paused_queues(fetcher_for, redis):
@@ -81,12 +103,15 @@ def test_weighted_and_random_orders(fetcher_for):
 def test_one_round_trip_claims_for_every_waiting_thread(fetcher_for, redis):
     fetcher = fetcher_for("default", concurrency=4)
     push(redis, "default", *[f"j{n}" for n in range(6)])
-    fetcher.ledger.idle = 3  # three other threads are waiting too
+    idle_threads(fetcher, 3)
     first = fetcher.retrieve_work()
     assert jid_of(first) == "j0"
     assert len(fetcher.ledger.local) == 3
     assert redis.llen(fetcher.identity.private_queue("default")) == 4
+    books(fetcher)
     assert [jid_of(fetcher.retrieve_work()) for _ in range(3)] == ["j1", "j2", "j3"]
+    assert fetcher.ledger.held == 4
+    books(fetcher)
 
 
 def test_requeue_all_gives_everything_back_oldest_at_the_tail(fetcher_for, redis):
@@ -94,7 +119,9 @@ def test_requeue_all_gives_everything_back_oldest_at_the_tail(fetcher_for, redis
     push(redis, "default", "a", "b", "c", "fresh")
     running = [fetcher.retrieve_work() for _ in range(3)]
     running[1].acknowledge()  # finished in time
+    books(fetcher)
     assert fetcher.requeue_all() == 2
+    books(fetcher)
     remaining = [json.loads(item)["jid"] for item in redis.lrange("queue:default", 0, -1)]
     assert remaining == ["fresh", "c", "a"]  # the tail is fetched next: "a" first
     assert redis.llen(fetcher.identity.private_queue("default")) == 0
@@ -105,9 +132,65 @@ def test_a_lost_reply_is_reconciled(fetcher_for, redis):
     push(redis, "default", "kept", "lost")
     kept = fetcher.retrieve_work()
     redis.lmove("queue:default", kept.private, "RIGHT", "LEFT")  # a claim whose reply never arrived
-    fetcher.ledger.suspect = True
+    with fetcher.ledger.lock:
+        fetcher.ledger.lost_reply()
+    books(fetcher)
     assert fetcher.retrieve_work() is not None  # the reconcile put "lost" back, then fetched it
     assert redis.lrange(kept.private, 0, -1)[-1] == kept.job.encode()
+    assert not fetcher.ledger.suspect
+    assert fetcher.ledger.held == 2
+    books(fetcher)
+
+
+def blocked_waiters(redis) -> int:
+    return sum(1 for entry in redis.client_list() if entry["cmd"] == "blmove" and "b" in entry["flags"])
+
+
+def test_a_waiters_claim_keeps_the_books_until_its_job_is_given_back(fetcher_for, redis):
+    fetcher = fetcher_for("default")
+    assert fetcher.retrieve_work() is None  # every queue empty: the waiters start
+    assert fetcher.ledger.empty
+    idle_threads(fetcher, 1)
+    with fetcher.ledger.lock:
+        fetcher.ledger.wake.notify_all()
+    wait_for(lambda: blocked_waiters(redis) == 1, timeout=30)
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight) == (1, 1)  # its room is reserved
+    books(fetcher)
+    push(redis, "default", "waited")
+    wait_for(lambda: fetcher.ledger.local, timeout=30)
+    books(fetcher)
+    uow = fetcher.retrieve_work()  # the idle thread takes it: no claim of its own
+    assert jid_of(uow) == "waited"
+    assert fetcher.ledger.running == {uow}
+    books(fetcher)
+    fetcher.quiet()  # a waiter blocked again comes back empty
+    for thread in fetcher.waiters.threads:
+        thread.join(10)
+    books(fetcher)
+    assert fetcher.requeue([uow]) == 1
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight, fetcher.ledger.outstanding) == (0, 0, {})
+    books(fetcher)
+    assert [json.loads(job)["jid"] for job in redis.lrange("queue:default", 0, -1)] == ["waited"]
+
+
+def test_an_abandoned_job_goes_back_at_the_next_claim_and_the_books_follow(fetcher_for, redis):
+    fetcher = fetcher_for("default", concurrency=2)
+    push(redis, "default", "kept", "dropped")
+    kept, dropped = fetcher.retrieve_work(), fetcher.retrieve_work()
+    fetcher.abandon(dropped)
+    assert fetcher.ledger.suspect
+    assert fetcher.ledger.outstanding == {(kept.private, kept.job): kept}
+    books(fetcher)
+    again = fetcher.retrieve_work()  # the reconcile gives it back first, and it is claimed again
+    assert jid_of(again) == "dropped"
+    assert not fetcher.ledger.suspect
+    assert fetcher.ledger.held == 2
+    books(fetcher)
+    for uow in (kept, again):
+        uow.acknowledge()
+    fetcher.flush_acks()
+    assert redis.llen(kept.private) == 0
+    books(fetcher)
 
 
 def dead_pid() -> int:
@@ -195,7 +278,7 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     redis.set("super_fetch:recovered:once", 1)
     redis.set("super_fetch:recovered:twice", 2)
     running = f"super_fetch:running:{fetcher.identity.identity}"
-    fetcher.ledger.idle = 2  # claim for three threads at once
+    idle_threads(fetcher, 2)  # claim for three threads at once
     first = fetcher.retrieve_work()
     # "plain" is fetched first (oldest), "once" second and marked; "twice"
     # must run alone, so it goes back to the queue's tail.
@@ -205,17 +288,24 @@ def test_suspects_are_marked_while_they_run_and_a_twice_recovered_one_runs_alone
     assert not claimed[1].alone
     assert redis.smembers(running) == {b"once"}
     assert [json.loads(j)["jid"] for j in redis.lrange("queue:default", 0, -1)] == ["twice"]
+    books(fetcher)
     for uow in claimed:
         uow.acknowledge()
     fetcher.flush_acks()
+    books(fetcher)
     assert redis.smembers(running) == set()
     assert b"once" not in redis.smembers("super_fetch:suspects")
     alone = fetcher.retrieve_work()  # nothing else held: now it may run, alone
     assert (jid_of(alone), alone.alone) == ("twice", True)
     push(redis, "default", "after")
-    assert fetcher.ledger.plan(fetcher.prefetch) is None  # no claim while it runs
+    with fetcher.ledger.lock:
+        assert fetcher.ledger.plan(fetcher.prefetch) is None  # no claim while it runs
+    assert fetcher.ledger.alone is alone
+    books(fetcher)
     alone.acknowledge()
+    assert fetcher.ledger.alone is None
     assert jid_of(fetcher.retrieve_work()) == "after"
+    books(fetcher)
 
 
 def test_a_suspect_is_unmarked_and_no_longer_alone_once_it_has_run_its_window(fetcher_for, config, redis):
@@ -228,15 +318,19 @@ def test_a_suspect_is_unmarked_and_no_longer_alone_once_it_has_run_its_window(fe
     alone = fetcher.retrieve_work()
     assert (jid_of(alone), alone.alone) == ("twice", True)
     assert redis.smembers(running) == {b"twice"}
-    assert fetcher.ledger.plan(fetcher.prefetch) is None  # young: nothing runs beside it
+    with fetcher.ledger.lock:
+        assert fetcher.ledger.plan(fetcher.prefetch) is None  # young: nothing runs beside it
+    books(fetcher)
     # Past its window a crash would not be its doing: the mark is off, the others resume.
     wait_for(lambda: not redis.smembers(running) and fetcher.ledger.alone is None, timeout=10)
     beside = fetcher.retrieve_work()
     assert jid_of(beside) == "after"
     assert redis.smembers(running) == set()
+    books(fetcher)
     for uow in (alone, beside):
         uow.acknowledge()
     fetcher.flush_acks()
+    books(fetcher)
     assert redis.llen(alone.private) == 0
     assert b"twice" not in redis.smembers("super_fetch:suspects")
 

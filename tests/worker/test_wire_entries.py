@@ -124,14 +124,15 @@ def make_due(redis, key: str, member: str) -> None:
 
 def promoter_seen(commands: list[Command], pushes: list[Command]) -> str:
     """Which promoter made ``pushes`` (the LPUSHes of promoted jobs), from the
-    commands the server ran. Every push is a script's LPUSH now (the client's
-    push is the fenced ``core.push``): the default promoter is told by the
-    receipts its fenced pop leaves (``wurk:popped:*``), the reliable one
-    through the client middleware by its promotion lock."""
+    commands the server ran. The default promoter pushes as the client does
+    (a fenced pipeline) and is told by the receipts its fenced pop leaves
+    (``wurk:popped:*``); the reliable one moves the job inside its script,
+    and through the client middleware is told by its promotion lock."""
     assert pushes
-    assert all(push.client == "lua" for push in pushes)
     if any((c.key or "").startswith("wurk:popped:") for c in commands if c.name == "set"):
+        assert all(push.client != "lua" for push in pushes)
         return "default"
+    assert all(push.client == "lua" for push in pushes)
     locked = any((c.key or "").startswith("promote-lock:") for c in commands if c.name == "set")
     return "reliable-chained" if locked else "reliable"
 

@@ -112,11 +112,12 @@ class Config(NamedAccessors):
         elif key == "queues":
             self.queues = value
         else:
-            if key == "disabled_plugins" and self._plugins is not None:
+            if key in ("disabled_plugins", "plugins") and self._plugins is not None:
                 self.logger.warning(
-                    "disabled_plugins set after the plugins were loaded (by an earlier read, push or "
+                    "%s set after the plugins were loaded (by an earlier read, push or "
                     "plugins call): it has no effect in this process; set it first, or pass "
-                    "Config(disabled_plugins=...) or WURK_DISABLE_PLUGINS"
+                    "Config(disabled_plugins=...) or WURK_DISABLE_PLUGINS",
+                    key,
                 )
             setting = self._keys.settings.get(key)
             if setting is None and key not in self._options:
@@ -339,7 +340,7 @@ class Config(NamedAccessors):
             if self._plugins is None:
                 from wurk.plugins import Plugins
 
-                plugins = Plugins(self._options["disabled_plugins"])
+                plugins = Plugins(self._options["disabled_plugins"], named=self._options.get("plugins") or ())
                 self._adopt(plugins)
                 return plugins
             return self._plugins

@@ -1,13 +1,17 @@
 """Lifecycle events: ``config.on`` callbacks ride the plugins' own dispatch.
 
 There is one event system, :meth:`wurk.plugins.Plugins.fire`, which calls the
-``wurk_<event>`` hook one implementation at a time. A callback given to
-``config.on(event, fn)`` becomes a tiny plugin implementing that one hook,
-marked ``tryfirst``, so callbacks and plugin hooks form one ordered list: the
-application's callbacks in the order given, then core's hooks and the
-plugins' in registration order; ``quiet``, ``shutdown`` and ``exit`` walk the
-same list backwards, so what started last stops first and the application's
-callbacks, first up, are the last to go down.
+``wurk_<event>`` hook through pluggy. A callback given to
+``config.on(event, fn)`` becomes a tiny plugin implementing that one hook, so
+callbacks and plugin hooks form one call. The plugins run in pluggy's order
+(the last registered first); the callbacks keep Sidekiq's: marked
+``tryfirst``, they run before every plugin, in the order given; on ``quiet``,
+``shutdown`` and ``exit`` they are marked ``trylast`` and run after every
+plugin, in the reverse order, so the application's callbacks, first up, are
+the last to go down. pluggy puts the later of two ``tryfirst``
+implementations first and the later of two ``trylast`` ones last, so both
+orders come from registering an event's callbacks from the last given to the
+first, again whenever its list changes.
 
 What ``config.on`` promised before it rode the hooks still holds:
 
@@ -43,6 +47,9 @@ if TYPE_CHECKING:
 #: Events that fire again and keep their callbacks.
 ONESHOT_EXEMPT = frozenset({"beat", "before_fork"})
 
+#: Events whose callbacks run after the plugins, the last given first.
+REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
+
 #: How a callback plugin is named in the plugin manager (``config.on:startup:3``).
 NAME_PREFIX = "config.on:"
 
@@ -63,7 +70,8 @@ class Callback:
         def run(config: Config) -> None:
             events.run(self, config)
 
-        setattr(self, f"wurk_{event}", hookimpl(tryfirst=True)(run))
+        marker = hookimpl(trylast=True) if event in REVERSED_EVENTS else hookimpl(tryfirst=True)
+        setattr(self, f"wurk_{event}", marker(run))
 
     def __repr__(self) -> str:
         return f"<{self.name} {self.callback!r}>"
@@ -129,12 +137,13 @@ class Events:
             match = next((c for c in spare if c.callback is fn), None)
             if match is None:
                 match = Callback(event, fn, self, f"{NAME_PREFIX}{event}:{next(self._numbers)}")
-                plugins.register(match, name=match.name)
             else:
                 spare.remove(match)
             kept.append(match)
-        for stale in spare:
-            self._unregister(plugins, stale)
+        for callback in current:
+            self._unregister(plugins, callback)
+        for callback in reversed(kept):  # pluggy's placement turns this into the order wanted
+            plugins.register(callback, name=callback.name)
         self._registered[event] = kept
 
     @staticmethod

@@ -22,11 +22,13 @@ values, so a hook can register several things and new registry methods never
 change a hook's signature. Adding an argument to a hook is backwards compatible
 (pluggy passes only the names an implementation asks for); renaming one is not.
 
-Lifecycle hooks (``wurk_startup`` … ``wurk_leader_lost``) are called one
-implementation at a time by :meth:`wurk.plugins.Plugins.fire`, in registration
-order, so a plugin that raises is reported and the others still run;
-``quiet``, ``shutdown`` and ``exit`` run in reverse order. ``wurk_job_outcome``
-is contained the same way, by :meth:`wurk.plugins.Plugins.notify`.
+Every hook is called through pluggy's hook caller, in pluggy's order (the
+last registered plugin first, ``tryfirst`` / ``trylast`` moving one to the
+front or the back), with wrappers (``wrapper=True``) around the rest and
+pluggy's tracing watching. The lifecycle hooks (``wurk_startup`` …
+``wurk_leader_lost``, through :meth:`wurk.plugins.Plugins.fire`) and
+``wurk_job_outcome`` are contained: an implementation that raises is reported
+and the others still run (``startup`` excepted: its failure aborts the boot).
 
 Core calls the registration hooks and ``wurk_job_outcome`` through one typed
 wrapper, :class:`wurk.plugins.HookCaller`, reached as ``config.plugins.call``

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from wurk.errors import ConfigurationError
-from wurk.settings import FEATURE_SETTINGS, SettingRegistry, core_settings
+from wurk.settings import SettingRegistry, core_settings, published_settings
 
 #: How alike (0..1, difflib's ratio) a new key must be to a known option to
 #: count as a misspelling of it: "concurency" and "timeouts" are, Sidekiq-era
@@ -42,6 +42,15 @@ class KnownKeys:
         self._declaring = False
         self._declared: set[str] = set()  # keys plugins wrote in wurk_configure
         self._unchecked: set[str] = set()
+        self._published: dict[str, str] | None = None
+
+    @property
+    def published(self) -> dict[str, str]:
+        """The settings installed distributions publish (name -> distribution),
+        read from their metadata once, when an unknown key first needs it."""
+        if self._published is None:
+            self._published = published_settings()
+        return self._published
 
     def is_known(self, key: str) -> bool:
         return key in self.settings or key in self._declared
@@ -65,19 +74,20 @@ class KnownKeys:
             self._declared.add(key)
         elif self.loaded:
             self._check(key)
-        elif key in FEATURE_SETTINGS or not self._suggest(key):
+        elif key in self.published or not self._suggest(key):
             self._unchecked.add(key)  # looked at again once the plugins are loaded
 
     def _check(self, key: str) -> None:
         if key in self._declared:
             return
-        distribution = FEATURE_SETTINGS.get(key)
+        distribution = self.published.get(key)
         if distribution is None:
             self._suggest(key)
             return
         self._logger().warning(
-            "option %r is a setting of %s, which is not installed or is disabled "
-            "(WURK_DISABLE_PLUGINS or config['disabled_plugins']): it has no effect",
+            "option %r is a setting of %s, whose plugin is not loaded (switched off in WURK_DISABLE_PLUGINS "
+            "or config['disabled_plugins'], or left out of config['plugins'] with WURK_DISABLE_PLUGIN_AUTOLOAD "
+            "set): it has no effect",
             key,
             distribution,
         )
@@ -86,7 +96,7 @@ class KnownKeys:
         """Warn if ``key`` looks like a misspelt known option; whether it did."""
         if not isinstance(key, str):
             return False
-        known = self.settings.names() | self._declared | FEATURE_SETTINGS.keys()
+        known = self.settings.names() | self._declared | self.published.keys()
         close = difflib.get_close_matches(key, known, n=1, cutoff=TYPO_CUTOFF)
         if not close:
             return False

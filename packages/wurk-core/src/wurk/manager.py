@@ -2,13 +2,13 @@
 
 It starts ``concurrency`` processor threads, replaces one that dies, and
 carries the two-phase stop: ``quiet`` stops fetching, ``stop(deadline)`` waits
-for running jobs, flushes acknowledgements, and gives back to their queues
-every job still in this process's private lists.
+for running jobs, interrupts those still running (each once it is out of its
+critical sections, :mod:`wurk.interrupts`), flushes acknowledgements, and
+gives back to their queues every job still in this process's private lists.
 """
 
 from __future__ import annotations
 
-import ctypes
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +25,11 @@ SLOW_JOB = 1.0
 #: death within the window, up to the cap.
 DEATH_WINDOW = 60.0
 MAX_REPLACE_DELAY = 30.0
+#: Seconds past the jobs' deadline a thread inside a critical section (a
+#: failure being booked, an acknowledgement) gets to finish it before its job
+#: is given back anyway: a booking is a round trip or two, and the death
+#: handlers.
+BOOKING_GRACE = 1.0
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
@@ -117,27 +122,29 @@ class Manager:
     def stop(self, deadline: float) -> int:
         """Wait for running jobs until ``deadline``, then requeue what is left.
 
-        Returns the number of jobs given back to their queues.
+        A thread still running then is interrupted; one inside a critical
+        section (booking its job's fate, acknowledging) finishes it first, up
+        to :data:`BOOKING_GRACE` seconds, so that its job ends booked and
+        acknowledged rather than booked and given back too. Only then are the
+        acknowledgements flushed and everything left in the private lists
+        given back. Returns the number of jobs given back to their queues.
         """
         self.quiet()
         for processor in self.processors:
             remaining = deadline - time.monotonic()
             if remaining > 0 and processor.thread.ident is not None:
                 processor.thread.join(remaining)
+        running = [processor for processor in self.processors if processor.alive]
+        for processor in running:
+            processor.interrupt()  # now (its outcome told first), or where its critical section ends
+        settled_by = time.monotonic() + BOOKING_GRACE
+        for processor in running:
+            if not processor.shield.settle(settled_by - time.monotonic()):
+                self.config.logger.warning(
+                    "%s was still booking its job %.1f s past the deadline: the job goes back to its queue "
+                    "and may also be booked",
+                    processor.thread.name,
+                    BOOKING_GRACE,
+                )
         self.fetcher.flush_acks()
-        requeued = int(self.fetcher.requeue_all())
-        for processor in self.processors:
-            if processor.alive:
-                processor.interrupt()  # tells the outcome, then raises Shutdown in it
-        return requeued
-
-
-def _raise_in_thread(thread: threading.Thread, exc_type: type[BaseException]) -> None:
-    """Ask a thread still running a job to unwind with ``exc_type``.
-
-    Its job has already gone back to its queue; the exception lands the next
-    time the thread runs Python code, so a job blocked in C may finish first.
-    """
-    ident = thread.ident
-    if ident is not None:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(exc_type))
+        return int(self.fetcher.requeue_all())

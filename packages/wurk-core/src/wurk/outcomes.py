@@ -18,13 +18,26 @@ through ``config.handle_exception`` and the others still hear it::
 
 The job hot path pays for this only when some plugin listens: a worker looks
 at the hook's implementations once, when its processors are built.
+
+Why a job died (``outcome.reason``) is an open set of names. Core registers
+the reasons it gives itself; a plugin whose code kills jobs registers its own
+with :func:`add_reason` where that code is defined (wurk-limiter's
+``rate_limited``). An outcome with a reason nobody registered is refused when
+it is built, so a listener never meets a name it cannot look up::
+
+    wurk.outcomes.add_reason("quota_exceeded", "the tenant's monthly quota was used up")
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
+
+from wurk.errors import PluginError
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -32,18 +45,56 @@ if TYPE_CHECKING:
 HOOK = "wurk_job_outcome"
 
 Kind = Literal["succeeded", "retry_scheduled", "died", "rescheduled", "interrupted"]
-Reason = Literal["retries_exhausted", "retry_false", "poison_pill", "killed", "expired", "discarded", "rate_limited"]
+#: A registered reason's name (:func:`reasons` lists them).
+Reason = str
 
 KINDS: tuple[Kind, ...] = ("succeeded", "retry_scheduled", "died", "rescheduled", "interrupted")
-REASONS: tuple[Reason, ...] = (
-    "retries_exhausted",
-    "retry_false",
-    "poison_pill",
-    "killed",
-    "expired",
-    "discarded",
-    "rate_limited",
-)
+
+_REASON_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+
+# Reason name -> what it means. Process-wide, as the names are: a vocabulary
+# every configuration of the process shares, filled as the code that gives a
+# reason is imported, never state of one configuration.
+_reasons: dict[str, str] = {
+    "retries_exhausted": "out of attempts, or retry: 0, or retry_in answered 'kill': the dead set",
+    "retry_false": "retry: False: the death handlers ran, nothing went to the dead set",
+    "discarded": "retries_exhausted or retry_in answered 'discard', or dead: False",
+    "expired": "its expires_in had passed",
+    "killed": "killed from the API or the dashboard",
+    "poison_pill": "it crashed its process three times",
+}
+
+
+def add_reason(name: str, meaning: str) -> None:
+    """Register ``name`` as a reason an outcome ``died`` may give, with a
+    line saying what it means (:func:`reasons` shows it).
+
+    A lowercase identifier (``rate_limited``). Registering a name again with
+    the same meaning does nothing (a module imported twice); with another
+    meaning it is refused, since two plugins would then tell listeners two
+    different things under one name.
+    """
+    if not isinstance(name, str) or not _REASON_NAME.match(name):
+        raise PluginError(f"an outcome reason must be a lowercase identifier (like 'rate_limited'), got {name!r}")
+    if not isinstance(meaning, str) or not meaning.strip():
+        raise PluginError(f"outcome reason {name!r} needs a meaning, got {meaning!r}")
+    current = _reasons.setdefault(name, meaning)
+    if current != meaning:
+        raise PluginError(f"outcome reason {name!r} is already registered, meaning {current!r}, not {meaning!r}")
+
+
+def reasons() -> Mapping[str, str]:
+    """Every registered reason and what it means, read-only."""
+    return MappingProxyType(_reasons)
+
+
+def check_reason(reason: str | None) -> None:
+    """Raise if ``reason`` is neither None nor registered."""
+    if reason is not None and reason not in _reasons:
+        raise PluginError(
+            f"unknown outcome reason {reason!r}: register it with wurk.outcomes.add_reason(name, meaning) "
+            f"where the code that gives it is defined (registered: {', '.join(sorted(_reasons))})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +117,9 @@ class Outcome:
     ``discarded`` (``retries_exhausted`` or ``retry_in`` answered
     ``"discard"``, or ``dead: False``), ``expired`` (its ``expires_in`` had
     passed), ``killed`` (from the API or the dashboard), ``poison_pill`` (it
-    crashed its process three times), ``rate_limited`` (a rate limiter
-    refused it as many times as its cap allows: the dead set, through
-    :meth:`wurk.retry.Retrier.kill`).
+    crashed its process three times), or one a plugin registered with
+    :func:`add_reason` (wurk-limiter's ``rate_limited``). A reason nobody
+    registered is refused here, when the outcome is built.
 
     ``job`` is the payload as booked: the retry and dead sets hold what it
     holds (with a failure's stamp), not what a server middleware rewrote.
@@ -81,6 +132,9 @@ class Outcome:
     jid: str | None = None
     reason: Reason | None = None
     exception: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        check_reason(self.reason)
 
     @classmethod
     def of(
@@ -150,4 +204,4 @@ def report(config: Config, outcome: Outcome, *, known_listening: bool = False) -
     plugins.call.job_outcome(outcome, config)
 
 
-__all__ = ["KINDS", "REASONS", "Kind", "Outcome", "Reason", "listening", "report"]
+__all__ = ["KINDS", "Kind", "Outcome", "Reason", "add_reason", "reasons"]

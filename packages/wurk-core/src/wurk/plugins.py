@@ -6,6 +6,15 @@ found through the ``wurk`` entry-point group, the entry point's name being the
 plugin's name (``cron``, ``web``…). A plugin can be switched off without
 uninstalling it, by name, from ``WURK_DISABLE_PLUGINS=cron,web`` or from
 ``config["disabled_plugins"]``; a switched-off plugin is never imported.
+``WURK_DISABLE_PLUGIN_AUTOLOAD=1`` (as pytest's ``PYTEST_DISABLE_PLUGIN_AUTOLOAD``)
+imports no entry point at all but those named in ``config["plugins"]``.
+
+Every hook is called through pluggy's hook caller, so pluggy's order,
+wrappers (``wrapper=True``, ``hookwrapper=True``) and tracing
+(``add_hookcall_monitoring``) hold for all of them. pluggy stops a call at the
+first implementation that raises; the lifecycle hooks and ``wurk_job_outcome``
+promise more (a failing plugin is reported and the others still run), so each
+of their implementations is registered *contained* (see :class:`_Manager`).
 
 Core registers its own built-ins (``wurk.builtins``, under the name ``core``)
 through the same hooks, and they cannot be switched off.
@@ -24,9 +33,11 @@ still checks its hook names and arguments.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
@@ -34,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
+from wurk import env as wurk_env
 from wurk import hookspecs
 from wurk._version import __version__
 from wurk.errors import PluginError
@@ -64,18 +76,24 @@ if TYPE_CHECKING:
 #: 1.1: wurk_job_outcome; 1.2: settings, push writers, components;
 #: 1.3: PushWriter.origins, option coercers (``options.add(..., coerce=)``), wurk.retry.death_reason();
 #: 1.4: a dashboard page's scripts and styles (``add_page(..., scripts=, styles=)``), WebRequest.int_param;
-#: 1.5: write fences (``wurk.fence``), ``RedisPool.execute(..., once=True)``, ``LostReplyError``, ``push_core``.
-PLUGIN_API: tuple[int, int] = (1, 5)
+#: 1.5: write fences (``wurk.fence``), ``RedisPool.execute(..., once=True)``, ``LostReplyError``, ``push_core``;
+#: 1.6: hooks called through pluggy (wrappers run, pluggy's order), ``wurk.outcomes.add_reason``,
+#: the ``wurk.settings`` entry-point group (feature settings named without importing the plugin).
+PLUGIN_API: tuple[int, int] = (1, 6)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
 
 ENTRY_POINT_GROUP = "wurk"
 DISABLE_ENV = "WURK_DISABLE_PLUGINS"
+#: Set (to anything but ``0``, ``false``, ``no``, ``off``): no entry point is
+#: imported but those named in ``config["plugins"]``.
+NO_AUTOLOAD_ENV = "WURK_DISABLE_PLUGIN_AUTOLOAD"
 CORE_PLUGIN = "core"
 
-#: Events whose handlers run last-started-first-stopped.
-REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
+#: The hooks whose implementations are contained: one that raises is reported
+#: through the dispatch's ``config.handle_exception`` and the next still runs.
+CONTAINED_HOOKS = frozenset({*(f"wurk_{event}" for event in hookspecs.LIFECYCLE_EVENTS), "wurk_job_outcome"})
 
 logger = logging.getLogger("wurk.plugins")
 
@@ -138,6 +156,64 @@ class PluginInfo:
     module: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Dispatch:
+    """The contained call under way on this thread: whom to report to, and how
+    to name it (``shutdown``, ``wurk_job_outcome``)."""
+
+    label: str
+    config: Config
+    reraise: bool
+
+
+_dispatch: ContextVar[_Dispatch | None] = ContextVar("wurk_plugin_dispatch", default=None)
+
+
+def _contained(function: Callable[..., object], plugin_name: str) -> Callable[..., object]:
+    """``function``, reporting what it raises through the dispatch under way."""
+
+    @functools.wraps(function)
+    def contained(*args: object, **kwargs: object) -> object:
+        try:
+            return function(*args, **kwargs)
+        except Exception as exc:
+            dispatch = _dispatch.get()
+            if dispatch is None or dispatch.reraise:
+                raise
+            dispatch.config.handle_exception(exc, {"context": f"plugin {plugin_name} on {dispatch.label}"})
+            return None
+
+    return contained
+
+
+class _Manager(pluggy.PluginManager):
+    """pluggy's plugin manager, whose contained hooks keep going past a failure.
+
+    pluggy runs a hook's implementations in one loop that the first exception
+    ends. Core's lifecycle hooks and ``wurk_job_outcome`` promise that a
+    failing plugin is reported and the others still run, so each of their
+    implementations, as it is registered, is swapped for one that calls it and
+    reports what it raises through the dispatch under way
+    (:meth:`Plugins.fire`, ``plugins.call.job_outcome``). pluggy still calls
+    every one of them: in its order, inside the wrappers, under its tracing.
+    Wrappers are left as written: pluggy hands them the call's outcome.
+    Called on pluggy's relay outside such a dispatch, an implementation's
+    exception propagates as pluggy has it.
+    """
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        registered = super().register(plugin, name)
+        if registered is not None:
+            for caller in self.get_hookcallers(plugin) or ():
+                if caller.name not in CONTAINED_HOOKS:
+                    continue
+                for impl in caller.get_hookimpls():
+                    if impl.plugin is plugin and not (impl.wrapper or impl.hookwrapper):
+                        # pluggy declares the attribute Final; it is read at each call.
+                        impl.function = _contained(impl.function, impl.plugin_name)  # type: ignore[misc]
+        return registered
+
+
 class HookCaller:
     """The typed way to call the registration and notification hooks.
 
@@ -146,8 +222,8 @@ class HookCaller:
     pluggy, so that callers are type-checked against the hooks' arguments and
     never handle pluggy's untyped results. Registration hooks let an
     implementation's exception propagate (a plugin that cannot register
-    fails the start-up); ``job_outcome`` is contained, one implementation at a
-    time, by :meth:`Plugins.notify`. Lifecycle events go through
+    fails the start-up); ``job_outcome`` is contained: a failing listener is
+    reported and the others still hear it. Lifecycle events go through
     :meth:`Plugins.fire`.
     """
 
@@ -184,7 +260,7 @@ class HookCaller:
         self._plugins.manager.hook.wurk_register_web(app=app)
 
     def job_outcome(self, outcome: Outcome, config: Config) -> None:
-        self._plugins.notify("wurk_job_outcome", config, outcome=outcome)
+        self._plugins._contained_call("wurk_job_outcome", "wurk_job_outcome", {"outcome": outcome, "config": config})
 
 
 class Plugins:
@@ -192,7 +268,9 @@ class Plugins:
 
     ``disabled`` adds to the names read from ``WURK_DISABLE_PLUGINS``. Pass
     ``entry_points=False`` to get core's built-ins only (tests that want a
-    precise set of plugins register the rest by hand).
+    precise set of plugins register the rest by hand). ``named`` are the
+    plugins ``config["plugins"]`` names: with ``WURK_DISABLE_PLUGIN_AUTOLOAD``
+    set, they are the only entry points loaded.
     """
 
     def __init__(
@@ -201,12 +279,13 @@ class Plugins:
         *,
         entry_points: bool = True,
         environ: dict[str, str] | None = None,
+        named: Iterable[str] = (),
     ) -> None:
         env = os.environ if environ is None else environ
         self.disabled = parse_disabled(disabled) | parse_disabled(env.get(DISABLE_ENV))
         if CORE_PLUGIN in self.disabled:
             raise PluginError("the core plugin cannot be disabled")
-        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm = _Manager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets the call too.
         self._pm.hook.wurk_addhooks.call_historic(kwargs={"pluginmanager": self._pm})
@@ -216,15 +295,27 @@ class Plugins:
         for name in self.disabled:
             self._pm.set_blocked(name)
         if entry_points:
-            self._load_entry_points()
+            self._load_entry_points(parse_disabled(named), autoload=not wurk_env.truthy(env.get(NO_AUTOLOAD_ENV)))
         self._validate()
         #: The typed hook caller: ``plugins.call.register_scripts(registry)``.
         self.call = HookCaller(self)
 
-    def _load_entry_points(self) -> None:
+    def _load_entry_points(self, named: frozenset[str], *, autoload: bool) -> None:
+        """Import and register the ``wurk`` entry points: all of them, or with
+        autoload off the ``named`` ones; a named plugin that no installed
+        distribution publishes is an error, not a plugin quietly missing."""
         # pluggy's load_setuptools_entrypoints registers as it imports; the
         # plugin API has to be checked in between, so the loop is ours.
-        for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        published = metadata.entry_points(group=ENTRY_POINT_GROUP)
+        missing = sorted(named - set(published.names) - {CORE_PLUGIN})
+        if missing:
+            raise PluginError(
+                f"config['plugins'] names {', '.join(map(repr, missing))}, but no installed distribution "
+                f"publishes a wurk plugin of that name (see `wurk plugins`)"
+            )
+        for ep in published:
+            if not autoload and ep.name not in named:
+                continue  # autoload is off: only the plugins the configuration names
             if self._pm.has_plugin(ep.name) or self._pm.is_blocked(ep.name):
                 continue  # a duplicate on sys.path, or switched off: never imported
             try:
@@ -327,45 +418,35 @@ class Plugins:
         return sorted(found, key=lambda info: info.name)
 
     def fire(self, event: str, config: Config, *, reraise: bool = False) -> None:
-        """Call the ``wurk_<event>`` hook, one implementation at a time.
+        """Call the ``wurk_<event>`` hook through pluggy, a failing
+        implementation reported through ``config.handle_exception`` and the
+        rest still run, unless ``reraise`` (used for ``startup``, whose failure
+        must abort the boot).
 
-        Implementations run in registration order (``tryfirst`` / ``trylast``
-        move one to the front or the back); ``quiet``, ``shutdown`` and
-        ``exit`` run in the reverse order, so what started last stops first.
-        A failing implementation is reported through ``config.handle_exception``
-        and the rest still run, unless ``reraise`` (used for ``startup``, whose
-        failure must abort the boot).
+        The order is pluggy's, the same for every event: the last registered
+        plugin first (core, registered first, runs last), ``tryfirst`` and
+        ``trylast`` moving one to the front or the back, wrappers around
+        them all. The ``config.on`` callbacks keep Sidekiq's order within
+        that (see :mod:`wurk.events`).
         """
         if event not in hookspecs.LIFECYCLE_EVENTS:
             raise ValueError(f"unknown lifecycle event {event!r}; expected one of {hookspecs.LIFECYCLE_EVENTS}")
-        caller = self._caller(f"wurk_{event}")
-        # Registration order (core, then plugins as discovered), with
-        # tryfirst/trylast honoured; the stopping events run it backwards.
-        ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
-        if event in REVERSED_EVENTS:
-            ordered.reverse()
-        arguments = {"config": config}
-        for impl in ordered:
-            try:
-                impl.function(*[arguments[name] for name in impl.argnames])
-            except Exception as exc:
-                if reraise:
-                    raise
-                config.handle_exception(exc, {"context": f"plugin {impl.plugin_name} on {event}"})
+        self._contained_call(f"wurk_{event}", event, {"config": config}, reraise=reraise)
 
-    def notify(self, hook: str, config: Config, **arguments: Any) -> None:
-        """Call the hook ``hook`` one implementation at a time, in registration
-        order, a failing one reported through ``config.handle_exception``.
-
-        For the event hooks outside the lifecycle (``wurk_job_outcome``): the
-        code that fires them is booking a job, which must not fail, nor keep
-        the other listeners from hearing, because one listener raised.
-        """
-        caller = self._caller(hook)
-        ordered = sorted(caller.get_hookimpls(), key=lambda impl: 0 if impl.tryfirst else 2 if impl.trylast else 1)
-        arguments["config"] = config
-        for impl in ordered:
-            try:
-                impl.function(*[arguments[name] for name in impl.argnames])
-            except Exception as exc:
-                config.handle_exception(exc, {"context": f"plugin {impl.plugin_name} on {hook}"})
+    def _contained_call(self, hook: str, label: str, arguments: dict[str, Any], *, reraise: bool = False) -> None:
+        """Call one of the contained hooks (:data:`CONTAINED_HOOKS`) through
+        pluggy's hook caller; a failure is reported in ``arguments["config"]`` as
+        ``plugin <name> on <label>``. What a wrapper raises ends the call and
+        is reported the same way (as ``plugins on <label>``)."""
+        if hook not in CONTAINED_HOOKS:
+            raise ValueError(f"{hook!r} is not a contained hook")
+        config: Config = arguments["config"]
+        token = _dispatch.set(_Dispatch(label, config, reraise))
+        try:
+            self._caller(hook)(**arguments)
+        except Exception as exc:
+            if reraise:
+                raise
+            config.handle_exception(exc, {"context": f"plugins on {label}"})
+        finally:
+            _dispatch.reset(token)

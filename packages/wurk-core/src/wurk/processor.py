@@ -8,6 +8,15 @@ decision is made here: a job is acknowledged when it succeeded or when the
 retry layer booked its failure (:class:`~wurk.retry.Handled`); on a shutdown
 or an error the retry layer could not book, it stays in the private list.
 
+A shutdown past its deadline interrupts the thread (``Shutdown``, raised
+asynchronously: see :mod:`wurk.interrupts`), but never inside a critical
+section. From the moment the retry layer, a middleware's
+:class:`~wurk.retry.Retrier` or the ``Interrupted`` handler starts booking
+the job's fate until the processor has acknowledged it, and around every
+acknowledgement, the interrupt waits and is raised where the section ends. So
+a job the shutdown finds mid-booking ends booked and acknowledged, and one it
+finds anywhere else ends back in its queue: never both, never neither.
+
 The processor also tells the plugins the outcomes nobody else tells (see
 :mod:`wurk.outcomes`): ``succeeded``, and ``interrupted`` for a job given
 back; the retry layer, the Expiry middleware and the :class:`~wurk.retry.Retrier`
@@ -26,6 +35,7 @@ from redis.exceptions import RedisError
 
 from wurk import current, fields, outcomes
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
+from wurk.interrupts import Shield, current_shield
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
 from wurk.retry import Handled, Skip
@@ -98,6 +108,7 @@ class Processor:
         self._listening = self.retrier.listening
         self._given_back: UnitOfWork | None = None
         self.thread = threading.Thread(target=self.run, name=f"wurk-processor-{self.capsule.name}-{index}", daemon=True)
+        self.shield = Shield(self.thread)
 
     def start(self) -> None:
         self.thread.start()
@@ -111,23 +122,26 @@ class Processor:
         running job reads it through :func:`wurk.server_middleware.stopping`."""
         return self._done
 
-    def interrupt(self) -> None:
-        """At shutdown, once the fetcher has given this thread's job back:
-        tell the outcome ``interrupted`` now, from the stopping thread, since
-        the ``Shutdown`` raised next may land only after the process is gone
-        (a job blocked in C), and then raise it."""
-        from wurk.manager import _raise_in_thread
-
+    def interrupt(self) -> bool:
+        """At shutdown, past the deadline: raise ``Shutdown`` in this thread,
+        now or, inside a critical section, where it ends (then its job ends
+        booked, and its booking told its outcome). Raised now, the job goes
+        back to its queue: its outcome ``interrupted`` is told first, from the
+        stopping thread, since the exception may land only after the process
+        is gone (a job blocked in C). Whether it was raised now."""
         uow = self.current
-        if uow is not None and self._listening:
+
+        def tell() -> None:
+            if uow is None or not self._listening:
+                return
             self._given_back = uow
             try:
                 job = parse_job(uow.job)
             except ValueError:
-                job = None
-            if job is not None:
-                self.retrier.tell("interrupted", job, Shutdown(), queue=uow.queue)
-        _raise_in_thread(self.thread, Shutdown)
+                return
+            self.retrier.tell("interrupted", job, Shutdown(), queue=uow.queue)
+
+        return self.shield.interrupt(before=tell)
 
     @property
     def alive(self) -> bool:
@@ -140,6 +154,7 @@ class Processor:
         # reach this worker's Redis, never the process default's.
         current_stopping.set(self.stopping)
         current.mark(self.config, self.capsule)
+        current_shield.set(self.shield)
         try:
             while not self._done:
                 self.process_one()
@@ -159,13 +174,15 @@ class Processor:
         if uow is None:
             return
         if self._done:  # quieted while this fetch was blocked: give the job back
-            self.fetcher.requeue([uow])
+            with self.shield.critical():
+                self.fetcher.requeue([uow])
             return
         self.current = uow
         try:
             self.process(uow)
         finally:
             self.current = None
+            self.shield.release()  # a booking's section ends: a deferred interrupt lands here
 
     # -- one job --------------------------------------------------------------------
 
@@ -226,7 +243,8 @@ class Processor:
                     self._abandon(uow)
             finally:
                 if ack:
-                    uow.acknowledge()
+                    with self.shield.critical():
+                        uow.acknowledge()
 
     def _kill_unreadable(self, uow: UnitOfWork, exc: fields.UnreadableJobError) -> None:
         """A payload no worker can run goes to the dead set (see
@@ -238,7 +256,8 @@ class Processor:
             self.config.handle_exception(kill_exc, {"context": "Invalid JSON for job", "jobstr": uow.job})
             self._abandon(uow)
             return
-        uow.acknowledge()
+        with self.shield.critical():
+            uow.acknowledge()
 
     def _kill_unbookable(self, uow: UnitOfWork, job: dict[str, Any], exc: Exception) -> bool:
         """The payload whose failure could not be booked, to the dead set as

@@ -23,7 +23,7 @@ same host name finds its predecessor's lists that way, at its boot sweep.
 A job recovered for the first time is counted in ``super_fetch:recovered:<id>``
 (72 h) and becomes a *suspect*; after that it is counted again only when the
 dead process had marked it, which the fetcher does for a suspect in the first
-``poison_pill_window`` seconds of its run (see :mod:`wurk.fetch_suspects`);
+``poison_pill_window`` seconds of its run (see :mod:`wurk.fetch.suspects`);
 an iterable job's checkpoint that moved its cursor resets its count (see
 :mod:`wurk.iterable.state`). At the third counted recovery it is a poison
 pill: it goes to the dead set instead, its copy is taken off the queue and

@@ -9,6 +9,10 @@ a retry scheduled, the job killed into the dead set, or discarded — and then
 :class:`~wurk.errors.Shutdown` (or any exception caused by one) is never
 booked: it propagates and the job stays in the private list.
 
+A booking is a critical section (:func:`wurk.interrupts.booking`): a
+shutdown's interrupt that arrives once it started waits until the processor
+has acknowledged the job, so a job is never both booked and given back.
+
 A failure is booked from the payload *as fetched* (Sidekiq books its
 ``jobstr``), not from the job dict the server middleware saw: a middleware
 that decrypts or rewrites arguments changes them for ``perform`` only, and the
@@ -47,6 +51,7 @@ from wurk.failure import (
     error_class_name,
     error_message,
 )
+from wurk.interrupts import booking
 from wurk.outcomes import Outcome, Reason
 
 if TYPE_CHECKING:
@@ -189,6 +194,7 @@ class JobRetry:
         except BaseException as exc:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
+            booking()
             payload = booked_payload(job)
             if retries_enabled(payload.get("retry")):
                 self.process_retry(None, payload, queue, exc)
@@ -205,6 +211,7 @@ class JobRetry:
         except BaseException as exc:
             if caused_by_shutdown(exc):
                 raise Shutdown() from exc
+            booking()
             payload = booked_payload(job)
             if payload.get("retry") is None:
                 payload["retry"] = job_class.get_options(self.config).get("retry", True)
@@ -318,6 +325,7 @@ class JobRetry:
 
     def kill_raw(self, jobstr: str | bytes) -> None:
         """A payload nobody can parse goes to the dead set as it is."""
+        booking()
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, jobstr))
 
     def kill_unreadable(self, jobstr: str | bytes, exc: fields.UnreadableJobError) -> None:
@@ -327,6 +335,7 @@ class JobRetry:
         and ``failed_at`` saying why (the dashboard shows the reason where it
         shows every dead job's). Death handlers are not run: they would be
         handed a payload without the fields they rely on."""
+        booking()
         member: str | bytes = jobstr
         if exc.job is not None:
             entry = {
@@ -370,9 +379,13 @@ class Retrier:
     def kill(self, job: dict[str, Any], exc: BaseException | None = None, *, reason: Reason = "killed") -> None:
         """Put ``job`` in the dead set now (trimmed by age and size, as always),
         run the death handlers with ``exc`` (a ``RuntimeError`` naming the
-        reason when there is none), and tell the outcome ``died``."""
+        reason when there is none), and tell the outcome ``died``. ``reason``
+        must be registered (:func:`wurk.outcomes.add_reason`): an unknown one
+        is refused before anything is booked."""
+        outcomes.check_reason(reason)
         error = exc if exc is not None else _raised(f"Job killed: {reason}")
         member = wire.dumps(job)
+        booking()
         self.config.redis_pool.execute(lambda conn: morgue(self.config, conn, member))
         self._retry.run_death_handlers(job, error, reason)
         self._retry.tell("died", job, error, reason)
@@ -386,6 +399,7 @@ class Retrier:
             payload["queue"] = queue
         member = wire.dumps(payload)
         score = time.time() + max(0.0, float(delay))
+        booking()
         self.config.redis_pool.execute(lambda conn: conn.zadd(keys.SCHEDULE, {member: score}))
         self._retry.tell("rescheduled", payload)
 

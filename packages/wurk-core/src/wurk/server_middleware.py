@@ -20,6 +20,7 @@ from typing import Any
 
 from wurk import keys, outcomes
 from wurk.errors import Interrupted
+from wurk.interrupts import booking
 from wurk.middleware import ServerMiddleware
 from wurk.outcomes import Outcome
 from wurk.retry import Skip, booked_payload
@@ -57,6 +58,7 @@ class InterruptHandler(ServerMiddleware):
             # A guarded move (pushed only if still in the private list), not a
             # plain RPUSH: sent again after a lost reply, it moves nothing more.
             script_keys = [private, keys.queue(queue)]
+            booking()  # its way back and the acknowledgement are not cut apart by a shutdown
             self.redis_pool.execute(lambda conn: self.config.scripts.call("core.requeue", conn, script_keys, [jobstr]))
             raise Skip() from None
 

@@ -17,11 +17,14 @@ From then on ``config["invoice_batch_size"]`` reads 100 until set, a bad value
 is refused naming the key and the value, and ``invoice_batch_sise`` is
 reported as a likely misspelling of it.
 
-Some keys belong to feature distributions (:data:`FEATURE_SETTINGS`). Setting
-one while its plugin is missing or switched off would silently do nothing, so
-the configuration says which distribution to install, as the job options of
-:mod:`wurk.options` do. It warns rather than refuses: one settings file is
-often shared by processes that install different features.
+Core lists none of the features' settings. Setting one while its plugin is
+not loaded would silently do nothing, so each distribution also names the
+settings its plugin declares as entry points of the ``wurk.settings`` group
+(:data:`SETTINGS_ENTRY_POINT_GROUP`), metadata that core reads without
+importing the plugin: the configuration then says which distribution the key
+belongs to, as the job options of :mod:`wurk.options` do. It warns rather
+than refuses: one settings file is often shared by processes that install
+different features.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import copy
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, Final
 
 from wurk.errors import ConfigurationError, PluginError
@@ -54,17 +58,21 @@ class _Unset:
 
 UNSET: Final = _Unset()
 
-#: Settings that only mean something while a feature distribution is active,
-#: so that setting one without it can name the distribution to install. A hint
-#: table and nothing more (STYLE rule 6): each setting's default, check and
+#: The entry-point group in which a distribution names the settings its
+#: plugin declares (``web_pool_size = "wurk_web.plugin"``): read without
+#: importing anything, so that a setting whose plugin is switched off can name
+#: its distribution. A hint and nothing more: the setting's default, check and
 #: meaning are declared by its plugin, through ``wurk_register_settings``.
-FEATURE_SETTINGS: dict[str, str] = {
-    "web_pool_size": "wurk-web",
-    "memory_limit_mb": "wurk-swarm",
-    "swarm_shutdown_grace": "wurk-swarm",
-    "cron_tick_interval": "wurk-cron",
-    "cron_clock": "wurk-cron",
-}
+SETTINGS_ENTRY_POINT_GROUP = "wurk.settings"
+
+
+def published_settings() -> dict[str, str]:
+    """Each setting an installed distribution publishes, and that distribution's name."""
+    published: dict[str, str] = {}
+    for ep in metadata.entry_points(group=SETTINGS_ENTRY_POINT_GROUP):
+        dist = ep.dist
+        published.setdefault(ep.name, dist.metadata["Name"] if dist else ep.module.partition(".")[0])
+    return published
 
 
 def positive_number(key: str, value: Any) -> Any:
@@ -99,6 +107,16 @@ def handler_list(key: str, handlers: Any) -> list[Any]:
         if not callable(handler):
             raise ConfigurationError(f"{key} must hold callables, got {handler!r}")
     return handlers
+
+
+def name_list(key: str, value: Any) -> list[str]:
+    """A check: a list of non-empty strings (plugin names)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{key} must be a list of names, got {value!r}")
+    names = list(value)
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise ConfigurationError(f"{key} must hold non-empty names, got {value!r}")
+    return names
 
 
 COMPLEX_ARGUMENT_MODES = ("raise", "warn", False)
@@ -236,6 +254,7 @@ RUNTIME_OPTIONS = (
     "verbose",
     "server",
     "disabled_plugins",
+    "plugins",
     "max_retries",
     "fetch_class",
     "fetch_setup",
@@ -269,6 +288,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "fetch_poll_interval": positive_number,
     "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
+    "plugins": name_list,
 }
 
 

@@ -1,5 +1,11 @@
 """The limiter base: construction, registration, the acquire loop, introspection.
 
+Building a limiter touches no Redis, so limiters can be module-level
+constants of a job module that imports without a server: the arguments are
+checked at once, and the limiter registers itself (its metadata in
+``lmtr:<name>``, its name in ``lmtr-list``) at its first use — once per
+process for each Redis pool it uses, and again in a forked child.
+
 Each type (:mod:`~wurk_limiter.concurrent`, :mod:`~wurk_limiter.counting`,
 :mod:`~wurk_limiter.draining`, :mod:`~wurk_limiter.unlimited`) supplies one
 acquire script call, its poll interval and how to read its state; this base
@@ -17,8 +23,12 @@ import asyncio
 import hashlib
 import inspect
 import json
+import os
+import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import wurk
@@ -42,15 +52,21 @@ T = TypeVar("T")
 #: The cap on reschedules for types without a ``reschedule`` option.
 DEFAULT_RESCHEDULE = 20
 
+#: The configuration running the current job, set around it by the limiter's
+#: server middleware: a limiter built without ``config=`` uses it there.
+running_config: ContextVar[wurk.Config | None] = ContextVar("wurk_limiter_running_config", default=None)
+
 
 class Limiter:
     """A rate limiter shared through Redis. Build one with a constructor
     (:meth:`concurrent`, :meth:`bucket`, :meth:`window`, :meth:`leaky`,
     :meth:`points`, :meth:`unlimited`), once, and call :meth:`within_limit`.
 
-    Every limiter takes ``register=False`` (build it for read-only
-    introspection, with no write) and ``config=`` (the ``wurk.Config`` whose
-    Redis it uses; the process default when omitted).
+    Building one checks its arguments and touches no Redis; it registers
+    itself at its first use. Every limiter takes ``register=False`` (never
+    register: read-only introspection, with no write) and ``config=`` (the
+    ``wurk.Config`` whose Redis it uses; when omitted, decided at each use:
+    the configuration running the current job, else the process default).
     """
 
     type: ClassVar[str] = ""
@@ -64,14 +80,17 @@ class Limiter:
     ) -> None:
         self.name = checks.name(name)
         self._options = dict(options)
-        self.config = config if config is not None else wurk.default_config()
+        self._config = config
+        self._registers = register
+        self._registration_lock = threading.Lock()
+        self._registered_in = os.getpid()
+        #: The pools this process wrote the registration to.
+        self._registered: weakref.WeakSet[RedisPool] = weakref.WeakSet()
         self.ttl: int = options.get("ttl", checks.DEFAULT_TTL)
         self.wait_timeout: float = options.get("wait_timeout", 0.0)
         wire = json.dumps({key: checks.wire(value) for key, value in self._options.items()}, sort_keys=True)
         self._options_json = wire
         self.fingerprint = hashlib.sha256(f"{self.type}|{self.name}|{wire}".encode()).hexdigest()
-        if register:
-            self._register()
 
     # -- constructors --------------------------------------------------------
 
@@ -185,16 +204,46 @@ class Limiter:
     # -- plumbing -----------------------------------------------------------
 
     @property
+    def config(self) -> wurk.Config:
+        """The configuration whose Redis this limiter uses now: the one it was
+        built with, else the one running the current job, else the process
+        default."""
+        if self._config is not None:
+            return self._config
+        running = running_config.get()
+        return running if running is not None else wurk.default_config()
+
+    @property
     def settings(self) -> LimiterConfig:
         return limiter_config(self.config)
 
     def _pool(self) -> RedisPool:
-        return self.settings.pool()
+        """The pool to use now, the limiter registered on it first."""
+        pool = self.settings.pool()
+        if self._registers:
+            self._ensure_registered(pool)
+        return pool
+
+    def _ensure_registered(self, pool: RedisPool) -> None:
+        """Register on ``pool`` unless this process did already; one thread
+        writes it, the others wait for it."""
+        if self._registered_in != os.getpid():
+            # A forked child: the parent's lock may have been held at the
+            # fork, and its writes are not this process's.
+            self._registration_lock = threading.Lock()
+            self._registered = weakref.WeakSet()
+            self._registered_in = os.getpid()
+        if pool in self._registered:
+            return
+        with self._registration_lock:
+            if pool not in self._registered:
+                self._register(pool)
+                self._registered.add(pool)
 
     def _script(self, conn: Any, script: str, keys_: list[str], args: list[Any]) -> Any:
         return self.config.scripts.call(f"limiter.{script}", conn, keys_, args)
 
-    def _register(self) -> None:
+    def _register(self, pool: RedisPool) -> None:
         def write(conn: Any) -> Any:
             pipe = conn.pipeline(transaction=True)
             pipe.sadd(keys.REGISTRY, self.name)
@@ -206,7 +255,7 @@ class Limiter:
             pipe.time()
             return pipe.execute()[-1]
 
-        seconds, micros = self._pool().execute(write)
+        seconds, micros = pool.execute(write)
         self._learn_time(seconds + micros / 1_000_000)
 
     # -- within_limit ------------------------------------------------------------
@@ -335,16 +384,22 @@ class Limiter:
         self._pool().execute(clear)
 
     def delete(self) -> None:
-        """Clear the state and the metadata, and leave ``lmtr-list``."""
-        self.reset()
+        """Clear the state and the metadata, and leave ``lmtr-list`` (a later
+        use registers it again)."""
 
         def forget(conn: Any) -> None:
+            state = self._state_keys(conn)
             pipe = conn.pipeline(transaction=True)
+            if state:
+                pipe.delete(*state)
             pipe.delete(keys.meta(self.name))
             pipe.srem(keys.REGISTRY, self.name)
             pipe.execute()
 
-        self._pool().execute(forget)
+        pool = self.settings.pool()
+        with self._registration_lock:
+            pool.execute(forget)
+            self._registered.discard(pool)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self._options_json}>"

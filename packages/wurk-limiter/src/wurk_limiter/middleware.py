@@ -1,6 +1,8 @@
 """The server middleware: a job over its limit is rescheduled, not failed.
 
 Registered after core's ``Expiry`` (inside an enclosing batch's middleware).
+Around the job it makes the configuration that runs it the one a limiter
+built without ``config=`` uses (:data:`~wurk_limiter.limiter.running_config`).
 For an :class:`OverLimit`, or any class in the limiter settings' ``errors``,
 it:
 
@@ -24,13 +26,19 @@ from typing import Any
 import wurk
 from wurk import payload as wire
 from wurk.middleware import ServerMiddleware
+from wurk.outcomes import add_reason
 from wurk.retry import Retrier, booked_payload, error_class_name, error_message
 from wurk_limiter.errors import OverLimit, Rescheduled
-from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter
+from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter, running_config
 from wurk_limiter.settings import LimiterConfig, limiter_config
 
 #: The prefix of a rate-limited dead job's error message.
 DEAD_PREFIX = "rate_limited:"
+
+#: The outcome reason of a job the poison brake sent to the dead set,
+#: registered here, beside the one call that gives it.
+RATE_LIMITED = "rate_limited"
+add_reason(RATE_LIMITED, "a rate limiter refused it as many times as its cap allows: the dead set")
 
 
 def default_backoff(overrated: int) -> float:
@@ -64,11 +72,15 @@ class LimiterMiddleware(ServerMiddleware):
         owner = self.config if self.config is not None else wurk.default_config()
         config: wurk.Config = owner if isinstance(owner, wurk.Config) else owner.config
         settings = limiter_config(config)  # read at every job: runtime changes apply at once
+        # A limiter built without config= uses the configuration running the job.
+        token = running_config.set(config)
         try:
             return call_next()
         except settings.catches() as exc:
             self._handle(config, settings, job, queue, exc)
             raise  # only reached for reschedule=0
+        finally:
+            running_config.reset(token)
 
     def _handle(
         self, config: wurk.Config, settings: LimiterConfig, job: dict[str, Any], queue: str, exc: BaseException
@@ -87,7 +99,7 @@ class LimiterMiddleware(ServerMiddleware):
             payload["error_message"] = f"{DEAD_PREFIX} {error_message(exc)}"
             payload["error_class"] = error_class_name(exc)
             payload["failed_at"] = wire.now_ms()
-            retrier.kill(payload, exc, reason="rate_limited")
+            retrier.kill(payload, exc, reason=RATE_LIMITED)
             config.statsd_increment("jobs.rate_limited")
         else:
             retrier.reschedule(payload, backoff_for(limiter, settings, payload, exc, config), queue=queue)

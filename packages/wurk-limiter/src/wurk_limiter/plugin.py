@@ -17,7 +17,7 @@ from wurk.web import WebRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 5)  # write fences, execute(once=)
+WURK_PLUGIN_API = (1, 6)  # wurk.outcomes.add_reason
 
 
 @wurk.hookimpl

@@ -7,7 +7,7 @@ process's running-suspects set while it runs, so that if this process dies
 too the reaper knows it was running and counts the recovery. A suspect
 recovered twice or more runs *alone*: it is claimed only when this process
 runs nothing else, and nothing else starts until it is done (the ledger's
-``alone``, :mod:`wurk.fetch_claims`). So only a job that really was running at
+``alone``, :mod:`wurk.fetch.ledger`). So only a job that really was running at
 each crash reaches the poison-pill threshold.
 
 The scripts answer with a *mark* for each claimed job: ``0`` for an ordinary
@@ -35,8 +35,8 @@ from wurk.reaper import RECOVERY_TTL
 
 if TYPE_CHECKING:
     from wurk.config import Config
-    from wurk.fetch import UnitOfWork
-    from wurk.fetch_claims import ClaimLedger
+    from wurk.fetch.ledger import ClaimLedger
+    from wurk.fetch.unit import UnitOfWork
     from wurk.redis_pool import RedisPool
     from wurk.scripts import ScriptRegistry
 
@@ -133,5 +133,4 @@ class SuspectClock:
                 return
             del self.timers[uow]
         with self.ledger.lock:
-            if uow is self.ledger.alone:
-                self.ledger.release_alone()
+            self.ledger.window_passed(uow)

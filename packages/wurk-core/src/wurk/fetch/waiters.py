@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any, cast
 from redis.exceptions import RedisError
 
 from wurk import keys
-from wurk.fetch_suspects import GIVEN_BACK, adopt
+from wurk.fetch.suspects import GIVEN_BACK, adopt
 from wurk.payload import exact as text
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
-    from wurk.fetch import UnitOfWork
-    from wurk.fetch_claims import ClaimLedger
+    from wurk.fetch.ledger import ClaimLedger
+    from wurk.fetch.unit import UnitOfWork
     from wurk.redis_pool import RedisPool
 
 PAUSED_CACHE_SECONDS = 1.0
@@ -201,18 +201,17 @@ class Waiters:
             raw = client.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
         except BaseException:
             with ledger.lock:
-                ledger.held -= 1
-                ledger.lost_reply()
+                ledger.blocked_claim_lost()
             raise
         if raw is None:
             with ledger.lock:
-                ledger.held -= 1
+                ledger.blocked_claim_came_back_empty()
             return
         job = text(raw)
         if ledger.stopping.is_set():  # quieted while blocked: straight back to the queue's tail
             self.scripts.call("core.requeue", client, [private, public], [job])
             with ledger.lock:
-                ledger.held -= 1
+                ledger.blocked_claim_gave_back()
             return
         with ledger.lock:
             alone_ok = ledger.go_solo()
@@ -234,7 +233,7 @@ class Waiters:
             raise
         if mark == GIVEN_BACK:
             with ledger.lock:
-                ledger.held -= 1
+                ledger.blocked_claim_gave_back()
             ledger.stopping.wait(WAITER_PAUSE)  # a suspect that must run alone: others may take it
             return
         uow = self.unit(name, job, mark)

@@ -21,8 +21,8 @@ from wurk import keys
 from wurk.payload import exact as text
 
 if TYPE_CHECKING:
-    from wurk.fetch import UnitOfWork
-    from wurk.fetch_claims import ClaimLedger
+    from wurk.fetch.ledger import ClaimLedger
+    from wurk.fetch.unit import UnitOfWork
     from wurk.redis_pool import RedisPool
     from wurk.scripts import ScriptRegistry
 
@@ -48,40 +48,26 @@ class Reconciler:
     def abandon(self, uow: UnitOfWork) -> None:
         """A job that was neither finished nor booked is still in the private
         list: the next claim's reconcile gives it back to its queue."""
-        ledger = self.ledger
-        with ledger.lock:
-            ledger.outstanding.pop((uow.private, uow.job), None)
-            if uow.suspect:
-                ledger.unmark.append(uow.suspect)
-            ledger.lost_reply()
-            if uow is ledger.alone:
-                ledger.release_alone()
+        with self.ledger.lock:
+            self.ledger.abandoned(uow)
 
     def reconcile(self) -> None:
         """Give back every job in our private lists that no thread holds."""
         ledger = self.ledger
         with ledger.lock:
-            if ledger.reconciling:
-                return
-            ledger.reconciling = True
-            while ledger.in_flight:
-                ledger.turns.wait()
-            generation = ledger.generation
-            keep = set(ledger.outstanding)
-            unmark, ledger.unmark = ledger.unmark, []
+            plan = ledger.start_reconcile()
+        if plan is None:
+            return
+        generation, keep, unmark = plan
         try:
             self.requeue_leftovers(keep)
             if unmark:  # given back: no longer running here
                 self.pool.client.srem(self.running_key, *unmark)
             with ledger.lock:
-                if ledger.generation == generation:
-                    ledger.suspect = False
-                ledger.held = len(ledger.outstanding)
+                ledger.reconciled(generation)
         finally:
             with ledger.lock:
-                ledger.reconciling = False
-                ledger.turns.notify_all()
-                ledger.wake.notify_all()
+                ledger.end_reconcile()
 
     def requeue_leftovers(self, keep: set[tuple[str, str | bytes]]) -> int:
         """Give every job in the private lists but those in ``keep`` back to

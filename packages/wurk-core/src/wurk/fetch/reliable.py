@@ -1,117 +1,37 @@
-"""Reliable fetch: the only way Wurk takes a job off a queue.
-
-Every fetch *moves* a job from the tail of its public queue onto this
-process's private list for that queue (``queue:<q>|<host>|<pid>|<nonce>|0``),
-atomically, and the job leaves the private list only when it is acknowledged
-(``LREM``). At every instant a job is in exactly one public queue or one
-private list, so a process killed mid-job loses nothing: the reaper of a live
-process moves its private lists back.
+"""The reliable fetcher: the claim, the acknowledgement, and its public face.
 
 To spend as few round trips as possible, one ``core.fetch`` script call
 carries the acknowledgements gathered since the last call and claims a job
 for every idle thread — and, while jobs take only milliseconds, more ahead.
 What this process holds in its private lists never exceeds twice its
-concurrency.
-
-This module is that claim and the fetcher's public face; its parts live
-beside it, each with the why of its own rules:
-
-* :mod:`wurk.fetch_claims`: the ledger all parts share under one lock (the
-  bound, the reservations, the claimed jobs no thread has started);
-* :mod:`wurk.fetch_waiters`: the threads that block on every queue while all
-  are empty, and their ``CLIENT UNBLOCK`` on a quiet;
-* :mod:`wurk.fetch_reconcile`: what happens after a lost reply, an abandoned
-  job, or at shutdown: every job no thread holds goes back;
-* :mod:`wurk.fetch_suspects`: jobs recovered from a crash, marked in their
-  first seconds of running, one recovered twice running alone meanwhile.
+concurrency. The other parts (the ledger, the waiters, the reconcile, the
+suspects' clock) live beside this module; :mod:`wurk.fetch` draws how a job
+moves between them.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from wurk import keys
-from wurk.fetch_claims import ClaimLedger
-from wurk.fetch_reconcile import Reconciler
-from wurk.fetch_suspects import SuspectClock, apply_mark
-from wurk.fetch_waiters import PAUSED_CACHE_SECONDS, WAITER_PAUSE, Waiters
+from wurk.fetch.ledger import ClaimLedger
+from wurk.fetch.reconcile import Reconciler
+from wurk.fetch.suspects import SuspectClock, apply_mark
+from wurk.fetch.unit import UnitOfWork
+from wurk.fetch.waiters import Waiters
 from wurk.payload import exact as text
 from wurk.reaper import RECOVERY_TTL
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
     from wurk.identity import ProcessIdentity
-    from wurk.redis_pool import RedisPool
 
-__all__ = [
-    "DEFAULT_POLL_INTERVAL",
-    "PAUSED_CACHE_SECONDS",
-    "WAITER_PAUSE",
-    "Fetcher",
-    "ReliableFetcher",
-    "UnitOfWork",
-]
+__all__ = ["DEFAULT_POLL_INTERVAL", "ReliableFetcher"]
 
 DEFAULT_POLL_INTERVAL = 2.0
-
-
-@dataclass(eq=False)
-class UnitOfWork:
-    """One fetched job: its queue name, its exact JSON, and where it is parked."""
-
-    queue: str
-    job: str | bytes
-    private: str
-    fetcher: Fetcher
-    #: The id of a recovered job running under suspicion ("" for an ordinary one).
-    suspect: str = ""
-    #: A suspect recovered twice or more: nothing else runs in this process meanwhile.
-    alone: bool = False
-
-    def acknowledge(self) -> None:
-        self.fetcher.acknowledge(self)
-
-
-class Fetcher(Protocol):
-    """What a custom ``config["fetch_class"]`` must provide; it is built as
-    ``fetch_class(capsule, identity)``. :class:`wurk.testing.fetcher_contract.FetcherContract`
-    is a test suite any implementation can run against a real server."""
-
-    #: How many jobs to claim ahead of the idle threads; the manager sets it.
-    prefetch: Callable[[], int]
-
-    def retrieve_work(self) -> UnitOfWork | None:
-        """The next job, or ``None`` after about ``fetch_poll_interval``."""
-        ...
-
-    def acknowledge(self, uow: UnitOfWork) -> None:
-        """The job is done (or its failure booked): it may leave Redis."""
-        ...
-
-    def flush_acks(self) -> None:
-        """Send any acknowledgement still held back."""
-        ...
-
-    def abandon(self, uow: UnitOfWork) -> None:
-        """Neither done nor booked: give it back to its queue soon."""
-        ...
-
-    def requeue(self, units: list[UnitOfWork]) -> int:
-        """Give these claimed jobs back to their queues now."""
-        ...
-
-    def quiet(self) -> None:
-        """Claim nothing more (one-way); a blocked ``retrieve_work`` returns."""
-        ...
-
-    def requeue_all(self) -> int:
-        """At shutdown: give back every job claimed and not acknowledged."""
-        ...
 
 
 class ReliableFetcher:
@@ -139,16 +59,6 @@ class ReliableFetcher:
         #: round trip would leave the threads waiting on Redis.
         self.prefetch: Callable[[], int] = lambda: 0
 
-    # The waiters' threads and connections, by the names tests and fork
-    # checks have always used.
-    @property
-    def _waiters(self) -> list[threading.Thread]:
-        return self.waiters.threads
-
-    @property
-    def _block_pools(self) -> dict[str, RedisPool]:
-        return self.waiters.pools
-
     def queue_order(self) -> list[str]:
         """The queues in the order this fetch tries them."""
         if self._mode == "strict":
@@ -160,10 +70,6 @@ class ReliableFetcher:
         expanded = list(self._expanded)
         random.shuffle(expanded)
         return list(dict.fromkeys(expanded))
-
-    def waiter_plan(self) -> list[tuple[str, int, bool]]:
-        """The waiters, as (queue, rank, whether it claims): :meth:`Waiters.plan`."""
-        return self.waiters.plan()
 
     # -- fetching ---------------------------------------------------------------
 
@@ -197,14 +103,14 @@ class ReliableFetcher:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or ledger.stopping.is_set():
                     return None
-                ledger.idle += 1
+                ledger.thread_idles()
                 if ledger.empty:
                     self.waiters.start()
                     ledger.wake.notify_all()
                 try:
                     ledger.work.wait(remaining)
                 finally:
-                    ledger.idle -= 1
+                    ledger.thread_wakes()
 
     def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
         """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
@@ -239,23 +145,17 @@ class ReliableFetcher:
         """Queue the ``LREM``; it travels with the next claim, or ``flush_acks``.
         A suspect's goes at once, so that its mark clears and, if it ran
         alone, the other threads resume."""
-        ledger = self.ledger
-        with ledger.lock:
-            ledger.acks.append(uow)
+        with self.ledger.lock:
+            self.ledger.acknowledged(uow)
         if uow.suspect:
             self.clock.stop(uow)
             self.flush_acks()
 
     def flush_acks(self) -> None:
-        ledger = self.ledger
-        with ledger.lock:
-            while ledger.reconciling:
-                ledger.turns.wait()
-            if not ledger.acks:
-                return
-            acks, ledger.acks = ledger.acks, []
-            ledger.in_flight += 1
-        self._claim(0, False, acks)
+        with self.ledger.lock:
+            acks = self.ledger.start_flush()
+        if acks:
+            self._claim(0, False, acks)
 
     # -- giving jobs back ---------------------------------------------------------
 
@@ -283,19 +183,14 @@ class ReliableFetcher:
     def quiet(self) -> None:
         """Stop claiming: idle threads and waiters return (one-way). A waiter
         blocked on its queue is unblocked, so that it claims nothing more."""
-        ledger = self.ledger
-        with ledger.lock:
-            ledger.stopping.set()
-            ledger.work.notify_all()
-            ledger.wake.notify_all()
+        with self.ledger.lock:
+            self.ledger.quiet()
         self.waiters.unblock()
 
     def unstarted(self) -> list[UnitOfWork]:
         """Claimed jobs no thread has started (taken out of the local buffer)."""
         with self.ledger.lock:
-            units = list(self.ledger.local)
-            self.ledger.local.clear()
-        return units
+            return self.ledger.take_unstarted()
 
     def requeue_all(self) -> int:
         """Give every job still in this process's private lists back to its queue.

@@ -1,0 +1,188 @@
+"""Import cycles, counted the way a reader meets them.
+
+A module that imports another inside a function still depends on it: the
+cycle is only deferred to the first call, and a newcomer following the
+imports still walks in a circle. So the graph here has an edge for every
+``import`` anywhere in a module (``if TYPE_CHECKING:`` blocks left out: they
+never run), over every distribution in ``packages/``, and the rule is the
+one the layout follows: no cycle of more than two modules, and each
+two-module cycle named below with the reason it stays.
+
+The larger cycles that still exist are listed in :data:`KNOWN_CYCLES`; the
+list may only shrink. A cycle that grew, or a new one, fails; so does a
+listed cycle that is gone or smaller, until the list says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+#: Cycles of more than two modules not yet broken, each exactly as found.
+KNOWN_CYCLES: set[frozenset[str]] = {
+    # The default configuration's hub: the client, the job class, the data
+    # API and the testing modes fall back to ``wurk.defaults``, which builds
+    # a Config, whose settings and registry reach back for the job class.
+    frozenset(
+        {
+            "wurk.api._base",
+            "wurk.builtins",
+            "wurk.client",
+            "wurk.config",
+            "wurk.defaults",
+            "wurk.job",
+            "wurk.known_keys",
+            "wurk.metrics",
+            "wurk.metrics.query",
+            "wurk.metrics.rollup",
+            "wurk.plugins",
+            "wurk.registry",
+            "wurk.scheduled",
+            "wurk.settings",
+            "wurk.testing",
+            "wurk.testing.harness",
+            "wurk.testing.running",
+        }
+    ),
+    # The limiter kinds and the base class that builds them.
+    frozenset(
+        {
+            "wurk_limiter.concurrent",
+            "wurk_limiter.counting",
+            "wurk_limiter.draining",
+            "wurk_limiter.limiter",
+            "wurk_limiter.unlimited",
+        }
+    ),
+    # Sorted-set entries and the dead set that an entry is killed into.
+    frozenset({"wurk.api.dead", "wurk.api.entry", "wurk.api.sorted"}),
+}
+
+#: Two-module cycles, each with why it stays (so far: each only deferred,
+#: one side importing the other inside a function).
+KNOWN_PAIRS: dict[frozenset[str], str] = {
+    frozenset({"wurk.retry", "wurk.server_middleware"}): (
+        "the chain's context variables live beside the chain, and the retry layer reads the job being run"
+    ),
+    frozenset({"wurk_unique.middleware", "wurk_unique.state"}): (
+        "the middleware asks the state whether unique jobs are on; the state installs the middleware"
+    ),
+    frozenset({"wurk_batches.books", "wurk_batches.middleware"}): (
+        "the books ask the middleware whether a testing mode counts the job; the middleware writes the books"
+    ),
+}
+
+
+def modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for init in sorted((ROOT / "packages").glob("*/src/*/__init__.py")):
+        top = init.parent
+        for path in top.rglob("*.py"):
+            parts = path.relative_to(top.parent).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = path
+    return found
+
+
+def type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            for inner in node.body:
+                lines.update(n.lineno for n in ast.walk(inner) if hasattr(n, "lineno"))
+    return lines
+
+
+def imported(name: str, path: Path, known: dict[str, Path]) -> Iterator[str]:
+    """The modules of ``known`` that ``name`` imports, anywhere in it."""
+    tree = ast.parse(path.read_text("utf-8"))
+    skip = type_checking_lines(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*up, base] if base else up)
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            # A module importing its own package (``wurk.x`` → ``wurk``) is how
+            # every import starts, not a dependency on what the package holds.
+            if target and target != name and not name.startswith(target + "."):
+                yield target
+
+
+def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(frozenset(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_new_import_cycle_and_the_known_ones_only_shrink():
+    known = modules()
+    graph = {name: set(imported(name, path, known)) for name, path in known.items()}
+    found = set(cycles(graph))
+    large = {cycle for cycle in found if len(cycle) > 2}
+    pairs = {cycle for cycle in found if len(cycle) == 2}
+    assert large - KNOWN_CYCLES == set(), "a new import cycle of more than two modules"
+    assert KNOWN_CYCLES - large == set(), "a known cycle was broken or changed: update KNOWN_CYCLES"
+    assert pairs - set(KNOWN_PAIRS) == set(), "a new two-module cycle: break it, or say in KNOWN_PAIRS why it stays"
+    assert set(KNOWN_PAIRS) - pairs == set(), "a listed pair is gone: remove it from KNOWN_PAIRS"
+
+
+def test_an_import_inside_a_function_counts_and_one_for_type_checking_does_not(tmp_path):
+    module = tmp_path / "a.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from pkg import c\n"
+        "def later():\n"
+        "    from pkg.b import thing\n"
+        "    return thing\n"
+    )
+    known = {"pkg.a": module, "pkg.b": module, "pkg.c": module}
+    assert list(imported("pkg.a", module, known)) == ["pkg.b"]
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [frozenset({"a", "b", "c"})]
