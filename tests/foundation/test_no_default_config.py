@@ -25,6 +25,7 @@ CHECKED = [
     "packages/wurk-crypto/src/wurk_crypto",
     "packages/wurk-web/src/wurk_web",
     "packages/wurk-swarm/src/wurk_swarm",
+    "packages/wurk-limiter/src/wurk_limiter",
 ]
 
 #: The modules allowed to name the process default, and why.

@@ -18,6 +18,7 @@ import redis as redis_py
 
 import wurk
 from tests.helpers import Subprocess
+from wurk import current
 from wurk_limiter import Limiter
 from wurk_limiter.middleware import LimiterMiddleware
 
@@ -158,7 +159,8 @@ def test_delete_forgets_the_registration_and_a_later_use_writes_it_again(config,
 
 def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(config, redis, redis_url):
     """The default configuration is the suite's (db 0); the job runs under one
-    on db 1, and the limiter built without ``config=`` registers there."""
+    on db 1 (``wurk.current_config()``), and the limiter built without
+    ``config=`` registers there."""
     running = wurk.Config()
     running.redis = {"url": redis_url.rsplit("/", 1)[0] + "/1"}
     db1 = redis_py.Redis.from_url(running.redis["url"])
@@ -167,7 +169,8 @@ def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(confi
         middleware = LimiterMiddleware()
         middleware.config = running
         job = {"class": "Charges", "jid": "0" * 24, "args": [], "queue": "default"}
-        middleware.call(None, job, "default", lambda: limiter.within_limit(lambda: None))
+        with current.running(running):  # as the processor marks its thread for the job
+            middleware.call(None, job, "default", lambda: limiter.within_limit(lambda: None))
         assert db1.smembers("lmtr-list") == {b"per-job"}
         assert redis.keys("*") == []  # nothing on the default's database
         limiter.status()  # outside the job: the default configuration

@@ -28,7 +28,6 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import wurk
@@ -51,10 +50,6 @@ T = TypeVar("T")
 
 #: The cap on reschedules for types without a ``reschedule`` option.
 DEFAULT_RESCHEDULE = 20
-
-#: The configuration running the current job, set around it by the limiter's
-#: server middleware: a limiter built without ``config=`` uses it there.
-running_config: ContextVar[wurk.Config | None] = ContextVar("wurk_limiter_running_config", default=None)
 
 
 class Limiter:
@@ -208,10 +203,7 @@ class Limiter:
         """The configuration whose Redis this limiter uses now: the one it was
         built with, else the one running the current job, else the process
         default."""
-        if self._config is not None:
-            return self._config
-        running = running_config.get()
-        return running if running is not None else wurk.default_config()
+        return self._config if self._config is not None else wurk.current_config()
 
     @property
     def settings(self) -> LimiterConfig:

@@ -1,9 +1,8 @@
 """The server middleware: a job over its limit is rescheduled, not failed.
 
 Registered after core's ``Expiry`` (inside an enclosing batch's middleware).
-Around the job it makes the configuration that runs it the one a limiter
-built without ``config=`` uses (:data:`~wurk_limiter.limiter.running_config`).
-For an :class:`OverLimit`, or any class in the limiter settings' ``errors``,
+A limiter built without ``config=`` uses the configuration running the job
+(``wurk.current_config()``). For an :class:`OverLimit`, or any class in the limiter settings' ``errors``,
 it:
 
 1. increments the job's ``overrated``;
@@ -29,7 +28,7 @@ from wurk.middleware import ServerMiddleware
 from wurk.outcomes import add_reason
 from wurk.retry import Retrier, booked_payload, error_class_name, error_message
 from wurk_limiter.errors import OverLimit, Rescheduled
-from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter, running_config
+from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter
 from wurk_limiter.settings import LimiterConfig, limiter_config
 
 #: The prefix of a rate-limited dead job's error message.
@@ -69,18 +68,14 @@ class LimiterMiddleware(ServerMiddleware):
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         # The chain gives a capsule's middleware the capsule, which holds the configuration.
-        owner = self.config if self.config is not None else wurk.default_config()
+        owner = self.config if self.config is not None else wurk.current_config()
         config: wurk.Config = owner if isinstance(owner, wurk.Config) else owner.config
         settings = limiter_config(config)  # read at every job: runtime changes apply at once
-        # A limiter built without config= uses the configuration running the job.
-        token = running_config.set(config)
         try:
             return call_next()
         except settings.catches() as exc:
             self._handle(config, settings, job, queue, exc)
             raise  # only reached for reschedule=0
-        finally:
-            running_config.reset(token)
 
     def _handle(
         self, config: wurk.Config, settings: LimiterConfig, job: dict[str, Any], queue: str, exc: BaseException

@@ -79,7 +79,7 @@ class LimiterConfig:
 
 
 def limiter_config(config: wurk.Config | None = None) -> LimiterConfig:
-    """The limiter settings of ``config`` (the process default when omitted)."""
-    owner = config if config is not None else wurk.default_config()
+    """The limiter settings of ``config`` (the one running the code at hand when omitted)."""
+    owner = config if config is not None else wurk.current_config()
     found: LimiterConfig = owner.lookup(SERVICE, LimiterConfig)
     return found
