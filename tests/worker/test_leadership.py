@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -221,3 +223,31 @@ def test_a_lock_held_by_a_live_process_or_another_host_is_not_taken(config, redi
     redis.set("dear-leader", dead, ex=30)
     assert leader.campaign()
     assert redis.get("dear-leader") == b"here:1:aaaaaaaaaaaa"
+
+
+def test_a_follower_on_the_leaders_host_watches_it_and_leads_within_a_second_of_its_death(config, redis):
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        redis.set("dear-leader", f"{socket.gethostname()}:{holder.pid}:dddddddddddd", ex=30)
+        follower = Leader(config, "here:1:eeeeeeeeeeee")
+        assert not follower.campaign()
+        assert follower.next_wait() == 1.0  # watched locally, not every 60 s
+        redis.config_resetstat()
+        follower.tick()  # the leader lives: no Redis call at all
+        assert "cmdstat_get" not in redis.info("commandstats")
+        holder.kill()
+        holder.wait(10)
+        follower.tick()
+        assert follower.leads()
+        assert redis.get("dear-leader") == b"here:1:eeeeeeeeeeee"
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+
+
+def test_a_follower_of_a_leader_on_another_host_waits_its_full_interval(config, redis):
+    redis.set("dear-leader", "elsewhere-host:1:ffffffffffff", ex=30)
+    follower = Leader(config, "here:1:eeeeeeeeeeee")
+    assert not follower.campaign()
+    assert follower.next_wait() == 60

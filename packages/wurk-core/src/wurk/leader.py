@@ -7,7 +7,11 @@ be told apart. Followers try again every 60 s. A graceful shutdown releases
 the lock (again only if still held), so a successor takes over at once rather
 than after the TTL; so does a process on the dead leader's own host, which
 can see that its process is gone (a SIGKILLed leader whose replacement
-starts on the same host leads at once, not a lease and a try later).
+starts on the same host leads at once, not a lease and a try later). A
+follower on the leader's host also watches that process between its tries,
+with a local ``kill(pid, 0)`` every second and no Redis call, and campaigns
+as soon as it is gone: a swarm whose leading child is killed has a new
+leader within about a second.
 ``WURK_LEADER=false`` keeps a process out of elections.
 
 Leadership is announced both ways: ``leader`` fires on each promotion and
@@ -32,6 +36,9 @@ from wurk.identity import gone, parse_identity
 
 if TYPE_CHECKING:
     from wurk.config import Config
+
+#: Seconds between a follower's local checks that the leader on its host lives.
+WATCH_INTERVAL = 1.0
 
 #: The name the launcher registers its :class:`Leader` under (``config.lookup``).
 SERVICE = "leader"
@@ -69,6 +76,10 @@ class Leader(Component):
         # lease ran out while the process was stopped or Redis was unreachable.
         self._promoted = False
         self._lock = threading.Lock()
+        #: The holder seen at our last try, when it runs on this host: watched
+        #: between tries, so its death is noticed within a second.
+        self._holder_here: tuple[str, int, str] | None = None
+        self._tried = float("-inf")
 
     def leads(self) -> bool:
         """True while promoted and the last claim or renewal is within the TTL.
@@ -100,12 +111,24 @@ class Leader(Component):
         return 0.0
 
     def next_wait(self) -> float:
-        return self.renew_interval if self._promoted else self.follower_interval
+        if self._promoted:
+            return self.renew_interval
+        if self._holder_here is not None:
+            return min(WATCH_INTERVAL, self.follower_interval)
+        return self.follower_interval
 
     def backed_off(self, wait: float) -> float:
         return wait  # a renewal must not wait out its own lease
 
     def tick(self) -> None:
+        holder = self._holder_here
+        if (
+            not self._promoted
+            and holder is not None
+            and time.monotonic() - self._tried < self.follower_interval
+            and not gone(*holder, env.hostname())
+        ):
+            return  # the leader on this host lives: nothing to ask Redis yet
         try:
             self.campaign()
         except Exception:
@@ -132,6 +155,7 @@ class Leader(Component):
                 return True
             self._lose("the lock is gone or someone else's")
             return False
+        self._tried = started
         if pool.execute(lambda conn: self._claim(conn)):
             token = int(pool.execute(lambda conn: conn.incr(keys.LEADER_TOKEN)))
             with self._lock:
@@ -153,10 +177,14 @@ class Leader(Component):
             return True
         raw = conn.get(keys.LEADER)
         holder = raw.decode() if isinstance(raw, bytes) else raw
+        self._holder_here = None
         if holder is None or holder == self.identity:
             return holder is not None
         parts = parse_identity(holder)
-        if parts is None or not gone(*parts, env.hostname()):
+        if parts is None or parts[0] != env.hostname():
+            return False
+        if not gone(*parts, env.hostname()):
+            self._holder_here = parts
             return False
         taken = self.config.scripts.call("core.leader_takeover", conn, [keys.LEADER], [holder, self.identity, self.ttl])
         if taken:
