@@ -58,8 +58,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
             "wurk_limiter.unlimited",
         }
     ),
-    # Sorted-set entries and the dead set that an entry is killed into.
-    frozenset({"wurk.api.dead", "wurk.api.entry", "wurk.api.sorted"}),
 }
 
 #: Two-module cycles, each with why it stays (so far: each only deferred,
