@@ -48,16 +48,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
             "wurk.testing.running",
         }
     ),
-    # The limiter kinds and the base class that builds them.
-    frozenset(
-        {
-            "wurk_limiter.concurrent",
-            "wurk_limiter.counting",
-            "wurk_limiter.draining",
-            "wurk_limiter.limiter",
-            "wurk_limiter.unlimited",
-        }
-    ),
 }
 
 #: Two-module cycles, each with why it stays (so far: each only deferred,
