@@ -53,9 +53,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
 #: Two-module cycles, each with why it stays (so far: each only deferred,
 #: one side importing the other inside a function).
 KNOWN_PAIRS: dict[frozenset[str], str] = {
-    frozenset({"wurk.retry", "wurk.server_middleware"}): (
-        "the chain's context variables live beside the chain, and the retry layer reads the job being run"
-    ),
     frozenset({"wurk_unique.middleware", "wurk_unique.state"}): (
         "the middleware asks the state whether unique jobs are on; the state installs the middleware"
     ),
