@@ -53,9 +53,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
 #: Two-module cycles, each with why it stays (so far: each only deferred,
 #: one side importing the other inside a function).
 KNOWN_PAIRS: dict[frozenset[str], str] = {
-    frozenset({"wurk_unique.middleware", "wurk_unique.state"}): (
-        "the middleware asks the state whether unique jobs are on; the state installs the middleware"
-    ),
     frozenset({"wurk_batches.books", "wurk_batches.middleware"}): (
         "the books ask the middleware whether a testing mode counts the job; the middleware writes the books"
     ),
