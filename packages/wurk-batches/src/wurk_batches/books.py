@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import wurk
 from wurk import fence, testing
@@ -35,6 +35,8 @@ from wurk_batches.constants import (
 
 if TYPE_CHECKING:
     from wurk.config import Config
+
+T = TypeVar("T")
 
 #: How often a firing is tried again when callbacks were registered meanwhile.
 ATTEMPTS = 5
@@ -192,7 +194,7 @@ class Books:
             if fired_complete or fired_success:
                 events = [name for name, fired in (("complete", fired_complete), ("success", fired_success)) if fired]
                 self.config.logger.info("batch %s: %s", bid, " and ".join(events))
-                if testing.enabled() and _counted_under_testing():
+                if testing.enabled() and counted_under_testing():
                     fired = (complete if fired_complete else []) + (success if fired_success else [])
                     self._hand_to_testing(queue, fired)
             return parent if go_on else None
@@ -310,11 +312,30 @@ class Books:
         return made
 
 
-def _counted_under_testing() -> bool:
-    # The middleware module imports this one: imported when asked.
-    from wurk_batches.middleware import counted_under_testing
+#: The batch's server middleware class, entered by :func:`testing_opt_in` as
+#: :mod:`wurk_batches.middleware` defines it: that module imports this one for
+#: the books, so this one does not import it back. Until it is defined no test
+#: can have added it to a chain, and nothing counts.
+_opted_in: type | None = None
 
-    return counted_under_testing()
+
+def testing_opt_in(klass: type[T]) -> type[T]:
+    """Class decorator: ``klass`` is the middleware whose presence in
+    ``wurk.testing.server_middleware`` :func:`counted_under_testing` looks for."""
+    global _opted_in
+    _opted_in = klass
+    return klass
+
+
+def counted_under_testing() -> bool:
+    """Whether a test opted the batch middleware into ``wurk.testing.server_middleware``.
+
+    The guides offer that opt-in to a test that wants acks and callbacks
+    under a testing mode: the writer then counts each intercepted job in the
+    batch (without queueing it), so the acks of its inline or drained runs
+    bring the batch to its callbacks as a worker's would.
+    """
+    return _opted_in is not None and _opted_in in testing.server_middleware
 
 
 def _seconds(value: str | None, default: int) -> int:

@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import wurk
-from wurk import testing
 from wurk.errors import Interrupted, Shutdown
 from wurk.retry import Handled, caused_by_shutdown
-from wurk_batches.books import Books
+from wurk_batches.books import Books, counted_under_testing, testing_opt_in
 
 
+@testing_opt_in
 class ServerMiddleware(wurk.ServerMiddleware):
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         bid = job.get("bid")
@@ -53,12 +53,4 @@ class ServerMiddleware(wurk.ServerMiddleware):
         return result
 
 
-def counted_under_testing() -> bool:
-    """Whether a test opted this middleware into ``wurk.testing.server_middleware``.
-
-    The guides offer that opt-in to a test that wants acks and callbacks
-    under a testing mode: the writer then counts each intercepted job in the
-    batch (without queueing it), so the acks of its inline or drained runs
-    bring the batch to its callbacks as a worker's would.
-    """
-    return ServerMiddleware in testing.server_middleware
+__all__ = ["ServerMiddleware", "counted_under_testing"]

@@ -15,16 +15,18 @@ each thread it runs code in with its configuration and capsule:
 
 :func:`wurk.current_config` reads the mark, and outside any of those (the
 application's own code) answers the process default, as documented for the
-client. This module is a leaf: it imports nothing from Wurk at run time, so
+client. The job running in this context is marked here too (the payload
+as fetched, its private list, whether its processor is stopping), for the
+server middleware and the retry layer alike. This module is a leaf: it imports nothing from Wurk at run time, so
 anything may import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wurk.capsule import Capsule
@@ -35,6 +37,23 @@ running_config: ContextVar[Config | None] = ContextVar("wurk_running_config", de
 #: The capsule whose processor runs the job in this context; unset outside a
 #: processor thread (components and lifecycle events belong to no capsule).
 running_capsule: ContextVar[Capsule | None] = ContextVar("wurk_running_capsule", default=None)
+
+# The job running in this context, set by the processor (and by an inline
+# run) and read by the server middleware, the retry layer and plugins.
+
+#: The job JSON exactly as fetched, for the job running in this context.
+current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
+#: The private list holding that job while it runs (reliable fetch).
+current_private: ContextVar[str | None] = ContextVar("wurk_current_private", default=None)
+#: The payload of the job running in this context, in a worker and inline
+#: alike: core puts only ``jid`` on a job instance, so a plugin's mixin reads
+#: the other fields it owns from here.
+current_job: ContextVar[dict[str, Any] | None] = ContextVar("wurk_current_job", default=None)
+#: Whether the processor running the job in this context is stopping (quiet,
+#: or a shutdown under way): a long job polls it to give its work back at a
+#: safe point instead of being cut off at the deadline. Unset (inline runs,
+#: tests) it reads as never stopping.
+current_stopping: ContextVar[Callable[[], bool] | None] = ContextVar("wurk_current_stopping", default=None)
 
 
 def mark(config: Config, capsule: Capsule | None = None) -> None:
@@ -58,4 +77,13 @@ def running(config: Config, capsule: Capsule | None = None) -> Iterator[None]:
         running_config.reset(config_token)
 
 
-__all__ = ["mark", "running", "running_capsule", "running_config"]
+__all__ = [
+    "current_job",
+    "current_jobstr",
+    "current_private",
+    "current_stopping",
+    "mark",
+    "running",
+    "running_capsule",
+    "running_config",
+]

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from wurk import current, fields, outcomes
+from wurk.current import current_job, current_jobstr, current_private, current_stopping
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.interrupts import Shield, current_shield
 from wurk.logger import fast_info, tid, with_context
 from wurk.profiler import profile_job
 from wurk.retry import Handled, Skip
-from wurk.server_middleware import current_job, current_jobstr, current_private, current_stopping
 
 if TYPE_CHECKING:
     from wurk.fetch import UnitOfWork

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk import fields, keys, outcomes
 from wurk import payload as wire
+from wurk.current import current_jobstr
 from wurk.errors import Shutdown
 from wurk.failure import (
     MAX_MESSAGE_CHARS,
@@ -137,8 +138,6 @@ def booked_payload(job: dict[str, Any]) -> dict[str, Any]:
     ``job``'s: the variable keeps the last job a thread ran, and a failure
     booked outside that job must not pick it up.
     """
-    from wurk.server_middleware import current_jobstr  # it imports this module for Skip
-
     jobstr = current_jobstr.get()
     if jobstr is None:
         return job

@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from wurk import keys, outcomes
+from wurk.current import current_job, current_jobstr, current_private, current_stopping
 from wurk.errors import Interrupted
 from wurk.interrupts import booking
 from wurk.middleware import ServerMiddleware
 from wurk.outcomes import Outcome
 from wurk.retry import Skip, booked_payload
 
-#: The job JSON exactly as fetched, for the job running in this context.
-current_jobstr: ContextVar[str | None] = ContextVar("wurk_current_jobstr", default=None)
-#: The private list holding that job while it runs (reliable fetch).
-current_private: ContextVar[str | None] = ContextVar("wurk_current_private", default=None)
-#: The payload of the job running in this context, in a worker and inline
-#: alike: core puts only ``jid`` on a job instance, so a plugin's mixin reads
-#: the other fields it owns from here.
-current_job: ContextVar[dict[str, Any] | None] = ContextVar("wurk_current_job", default=None)
-#: Whether the processor running the job in this context is stopping (quiet,
-#: or a shutdown under way): a long job polls it to give its work back at a
-#: safe point instead of being cut off at the deadline. Unset (inline runs,
-#: tests) it reads as never stopping.
-current_stopping: ContextVar[Callable[[], bool] | None] = ContextVar("wurk_current_stopping", default=None)
+# The job's context variables (current_job and the others) live in the leaf
+# wurk.current, which the retry layer reads too; they stay importable from
+# here, where plugins and the testing modes import them.
 
 
 def stopping() -> bool:

@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 import wurk
 from wurk import fence
@@ -50,6 +50,12 @@ T = TypeVar("T")
 
 #: The cap on reschedules for types without a ``reschedule`` option.
 DEFAULT_RESCHEDULE = 20
+
+#: Each kind of limiter by its ``type``, filled as the kinds' modules define
+#: their classes (the package imports every kind before anyone can build one).
+#: The constructors on :class:`Limiter` look a kind up here rather than import
+#: its module: that module imports this one for the base class.
+KINDS: dict[str, Callable[..., Limiter]] = {}
 
 
 class Limiter:
@@ -87,6 +93,14 @@ class Limiter:
         self._options_json = wire
         self.fingerprint = hashlib.sha256(f"{self.type}|{self.name}|{wire}".encode()).hexdigest()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Enter a kind in :data:`KINDS` under the ``type`` it declares. The
+        first class to declare a type keeps it: a subclass of a built-in kind
+        does not take over the built-in's constructor."""
+        super().__init_subclass__(**kwargs)
+        if "type" in cls.__dict__:
+            KINDS.setdefault(cls.type, cls)
+
     # -- constructors --------------------------------------------------------
 
     @classmethod
@@ -94,51 +108,39 @@ class Limiter:
         """At most ``limit`` blocks at once. Options: ``wait_timeout=5``,
         ``lock_timeout=30``, ``policy="raise"`` (or ``"ignore"``),
         ``backoff=None``, ``ttl=7776000``."""
-        from wurk_limiter.concurrent import Concurrent
-
-        return Concurrent(name, limit, **options)
+        return cast("Concurrent", KINDS["concurrent"](name, limit, **options))
 
     @classmethod
     def bucket(cls, name: str, count: int, interval: str, **options: Any) -> Bucket:
         """``count`` per calendar ``interval`` (``"second"``, ``"minute"``,
         ``"hour"``, ``"day"``; no raw number). Options: ``wait_timeout=5``,
         ``backoff=None``, ``ttl=7776000``, ``reschedule=20``."""
-        from wurk_limiter.counting import Bucket
-
-        return Bucket(name, count, interval, **options)
+        return cast("Bucket", KINDS["bucket"](name, count, interval, **options))
 
     @classmethod
     def window(cls, name: str, count: int, interval: Any, **options: Any) -> Window:
         """``count`` in any sliding ``interval`` (a unit name, seconds or a
         timedelta). Options as :meth:`bucket`."""
-        from wurk_limiter.counting import Window
-
-        return Window(name, count, interval, **options)
+        return cast("Window", KINDS["window"](name, count, interval, **options))
 
     @classmethod
     def leaky(cls, name: str, bucket_size: int, drain: Any, **options: Any) -> Leaky:
         """Bursts of ``bucket_size``, draining in ``drain`` (a unit name,
         seconds or a timedelta). Options: ``wait_timeout=5``, ``backoff=None``,
         ``ttl=7776000``."""
-        from wurk_limiter.draining import Leaky
-
-        return Leaky(name, bucket_size, drain, **options)
+        return cast("Leaky", KINDS["leaky"](name, bucket_size, drain, **options))
 
     @classmethod
     def points(cls, name: str, initial_points: float, refill_per_second: float, **options: Any) -> Points:
         """A balance of ``initial_points`` refilling at ``refill_per_second``;
         each call spends its ``estimate``. Never waits. Options:
         ``backoff=None``, ``ttl=7776000``."""
-        from wurk_limiter.draining import Points
-
-        return Points(name, initial_points, refill_per_second, **options)
+        return cast("Points", KINDS["points"](name, initial_points, refill_per_second, **options))
 
     @classmethod
     def unlimited(cls, *ignored: Any, **also_ignored: Any) -> Unlimited:
         """Admits everything and never touches Redis (tests, or a swap)."""
-        from wurk_limiter.unlimited import Unlimited
-
-        return Unlimited()
+        return cast("Unlimited", KINDS["unlimited"]())
 
     @staticmethod
     def configure(fn: Callable[[LimiterConfig], object]) -> Callable[[LimiterConfig], object]:

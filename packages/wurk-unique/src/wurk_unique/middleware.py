@@ -20,7 +20,7 @@ from typing import Any
 
 from wurk.middleware import ClientMiddleware, ServerMiddleware
 from wurk.retry import booked_payload
-from wurk_unique import lock
+from wurk_unique import lock, switch
 
 
 def encryption_enabled() -> bool:
@@ -53,18 +53,12 @@ def coerce_unique_until(value: Any, job: Mapping[str, Any]) -> Any:
     return lock.until_of(value)
 
 
-def _enabled() -> bool:
-    from wurk_unique.state import enabled  # the state module imports this one
-
-    return enabled()
-
-
 class UniqueClient(ClientMiddleware):
     def call(
         self, job_class: str, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
     ) -> Any:
         raw = job.get("unique_for")
-        if raw is None or raw is False or not _enabled():
+        if raw is None or raw is False or not switch.is_on():
             return call_next()
         # Already whole seconds from a push; a promoted payload (perhaps
         # written by Ruby) is checked here.
@@ -83,7 +77,7 @@ class UniqueClient(ClientMiddleware):
 
 class UniqueServer(ServerMiddleware):
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        if not job.get("unique_for") or not _enabled():
+        if not job.get("unique_for") or not switch.is_on():
             return call_next()
         config = lock.root_config(self.config)
         # Keyed on the payload as enqueued, which is what the push hashed,

@@ -13,11 +13,10 @@ so a process that never enables pays nothing per push or per job.
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 from wurk.retry import death_reason
-from wurk_unique import lock
+from wurk_unique import lock, switch
 from wurk_unique.middleware import UniqueClient, UniqueServer
 
 if TYPE_CHECKING:
@@ -27,13 +26,10 @@ if TYPE_CHECKING:
 #: The plugin's entry-point name, as ``WURK_DISABLE_PLUGINS`` spells it.
 PLUGIN = "unique"
 
-_lock = threading.Lock()
-_enabled = False
-
 
 def enabled() -> bool:
     """Whether :func:`enable` was called in this process (and not undone)."""
-    return _enabled
+    return switch.is_on()
 
 
 def enable(*, config: Config | None = None) -> None:
@@ -45,11 +41,9 @@ def enable(*, config: Config | None = None) -> None:
     already loaded (an embedded worker's built before this call); others get
     the middleware when they load their plugins.
     """
-    global _enabled
     from wurk.defaults import current_config
 
-    with _lock:
-        _enabled = True
+    switch.turn(True)
     config = config or current_config()
     if config.plugins.is_enabled(PLUGIN):
         install(config.client_middleware, config.server_middleware, config)
@@ -58,9 +52,7 @@ def enable(*, config: Config | None = None) -> None:
 def disable() -> None:
     """Turn unique jobs off again (for tests). What was installed stays but
     does nothing: no lock is taken or released."""
-    global _enabled
-    with _lock:
-        _enabled = False
+    switch.turn(False)
 
 
 class ReleaseOnDeath:
@@ -73,7 +65,7 @@ class ReleaseOnDeath:
         self.config = config
 
     def __call__(self, job: dict[str, Any], exc: BaseException) -> None:
-        if not _enabled or not job.get("unique_for") or death_reason() == "killed":
+        if not switch.is_on() or not job.get("unique_for") or death_reason() == "killed":
             return
         key = lock.key_for(job, None, self.config)
         lock.release_quietly(self.config, self.config.redis_pool, key, job.get("jid"))

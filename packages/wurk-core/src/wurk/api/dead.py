@@ -3,20 +3,21 @@
 A kill through this API books a death the way the retry layer does: the
 payload joins the set, the set is trimmed to ``dead_max_jobs`` and
 ``dead_timeout_in_seconds``, the death handlers run (unless told not to),
-and this process's plugins hear the outcome ``died`` / ``killed``.
+and this process's plugins hear the outcome ``died`` / ``killed``. Those
+writes are :class:`~wurk.api.deaths.Deaths`', which the other sorted sets
+use too when they kill an entry.
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys, outcomes
-from wurk.api.sorted import JobSet, Member, as_member, zadd_member
-from wurk.outcomes import Outcome
-from wurk.retry import KILLED_BY_API, JobRetry
+from wurk import keys
+from wurk.api.deaths import Deaths, api_kill_error
+from wurk.api.members import Member
+from wurk.api.sorted import JobSet
+from wurk.retry import KILLED_BY_API
 
 if TYPE_CHECKING:
     from wurk.config import Config
@@ -32,26 +33,12 @@ class DeadSet(JobSet):
     def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | None = None):
         super().__init__(name, config=config, pool=pool)
 
-    def _limits(self, max_jobs: int | None, timeout: float | None) -> tuple[int, float]:
-        jobs = int(self.config["dead_max_jobs"] if max_jobs is None else max_jobs)
-        age = float(self.config["dead_timeout_in_seconds"] if timeout is None else timeout)
-        return jobs, age
-
-    def _queue_trim(self, pipe: Any, now: float, max_jobs: int | None, timeout: float | None) -> None:
-        jobs, age = self._limits(max_jobs, timeout)
-        pipe.zremrangebyscore(self.name, "-inf", now - age)
-        pipe.zremrangebyrank(self.name, 0, -jobs)
+    def _deaths(self) -> Deaths:
+        return Deaths(self.name, config=self.config, pool=self._pool)
 
     def trim(self, *, max_jobs: int | None = None, timeout: float | None = None) -> bool:
         """Evict entries older than the timeout, then the oldest beyond the cap (one MULTI)."""
-
-        def trim_on(conn: Any) -> None:
-            pipe = conn.pipeline(transaction=True)
-            self._queue_trim(pipe, time.time(), max_jobs, timeout)
-            pipe.execute()
-
-        self.run(trim_on)
-        return True
+        return self._deaths().trim(max_jobs=max_jobs, timeout=timeout)
 
     def kill(
         self,
@@ -67,65 +54,16 @@ class DeadSet(JobSet):
         handlers with ``exc`` (by default a ``RuntimeError("Job killed by API")``,
         the message handlers written for Sidekiq look for). The outcome
         ``died`` / ``killed`` is told to this process's plugins."""
-        member = as_member(message)
-        now = time.time()
-        self.run(lambda conn: zadd_member(conn, self.name, member, now))
-        if trim:
-            self.trim(max_jobs=max_jobs, timeout=timeout)
-        if notify_failure:
-            self._notify(member, exc)
-        self._tell_killed(member, exc)
-        return True
+        return self._deaths().kill(
+            message, notify_failure=notify_failure, exc=exc, trim=trim, max_jobs=max_jobs, timeout=timeout
+        )
 
     def kill_raw(
         self, payload: Member | Mapping[str, Any], *, max_jobs: int | None = None, timeout: float | None = None
     ) -> bool:
         """Add a payload and trim, in one MULTI, without death handlers (for a
         payload nobody can parse, or when the caller reports the death itself)."""
-        member = as_member(payload)
-
-        def add_on(conn: Any) -> None:
-            now = time.time()
-            pipe = conn.pipeline(transaction=True)
-            pipe.zadd(self.name, {member: now})
-            self._queue_trim(pipe, now, max_jobs, timeout)
-            pipe.execute()
-
-        self.run(add_on)
-        return True
-
-    def _notify(self, member: Member, exc: BaseException | None) -> None:
-        try:
-            job = json.loads(member)
-        except (ValueError, RecursionError):
-            return  # no job to hand a handler, as for kill_raw
-        if not isinstance(job, dict):
-            return
-        JobRetry(self.config).run_death_handlers(job, exc if exc is not None else api_kill_error(), "killed")
-
-    def _tell_killed(self, member: Member, exc: BaseException | None) -> None:
-        """Tell the plugins, in this process, the outcome ``died`` / ``killed``:
-        even with ``notify_failure=False``, which spares the death handlers
-        only, since a plugin's bookkeeping (a lock, a counter) must still hear
-        the job is gone."""
-        if not outcomes.listening(self.config):
-            return
-        try:
-            job = json.loads(member)
-        except (ValueError, RecursionError):
-            return
-        if isinstance(job, dict):
-            error = exc if exc is not None else api_kill_error()
-            outcomes.report(self.config, Outcome.of("died", job, reason="killed", exception=error))
-
-
-def api_kill_error() -> RuntimeError:
-    """The exception death handlers get for a kill with no real error: raised
-    and caught here so that it carries a traceback, as a real one would."""
-    try:
-        raise RuntimeError(KILLED_BY_API)
-    except RuntimeError as exc:
-        return exc
+        return self._deaths().kill_raw(payload, max_jobs=max_jobs, timeout=timeout)
 
 
 __all__ = ["DeadSet", "api_kill_error"]

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wurk.api._base import epoch_seconds
+from wurk.api.deaths import Deaths
 from wurk.api.record import JobRecord
 
 if TYPE_CHECKING:
@@ -100,12 +101,10 @@ class SortedEntry(JobRecord):
     def kill(self) -> dict[str, Any] | None:
         """Remove the entry and add it to the dead set, running the death
         handlers; the payload, or None when someone else took the entry first."""
-        from wurk.api.dead import DeadSet
-
         taken = self.parent._take(self)
         if taken is None:
             return None
-        DeadSet(config=self.config, pool=self._pool).kill(taken)
+        Deaths(config=self.config, pool=self._pool).kill(taken)
         return dict(self.item)
 
     def _requeue(self, *, count_attempt: bool) -> dict[str, Any] | None:

@@ -3,9 +3,10 @@
 :class:`SortedSet` is the plain ZSET surface; :class:`JobSet` knows its
 members are job payloads; :class:`ScheduledSet` and :class:`RetrySet` are two
 of the three sets Wurk and Sidekiq keep (the dead set, with its trimming and
-its death handlers, is :mod:`wurk.api.dead`). Members are
-removed by their exact bytes whenever they are known, which is what makes a
-removal both precise and a reliable "I took it" signal under concurrency.
+its death handlers, is :mod:`wurk.api.dead`; its writes, which ``kill`` and
+``kill_all`` here use, are :mod:`wurk.api.deaths`). Members are removed by
+their exact bytes whenever they are known, which is what makes a removal
+both precise and a reliable "I took it" signal under concurrency.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast, overload
 
 from wurk import keys
-from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
+from wurk.api.deaths import Deaths
 from wurk.api.entry import SortedEntry
+from wurk.api.members import Member, as_member, zadd_member
 from wurk.errors import LostReplyError
 from wurk.scheduled import pop_lowest
 
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.redis_pool import RedisPool
 
-Member = bytes | str
 Score = datetime | float | int | str
 _GLOB_SPECIALS = re.compile(r"([?\[\]\\])")
 
@@ -42,10 +43,6 @@ def scan_pattern(match: str) -> str:
         return match
     escaped = _GLOB_SPECIALS.sub(r"\\\1", match)
     return f"*{escaped}*"
-
-
-def as_member(message: Member | Mapping[str, Any]) -> Member:
-    return wire.dumps(message) if isinstance(message, Mapping) else message
 
 
 def _holds_jid(member: Member, jid: str) -> bool:
@@ -285,10 +282,7 @@ class JobSet(SortedSet):
         """Move every entry to the dead set (death handlers run unless
         ``notify_failure=False``); the number moved. The dead set is trimmed
         once, at the end."""
-        # Imported here: the dead set is a JobSet, defined on top of this module.
-        from wurk.api.dead import DeadSet
-
-        dead = DeadSet(config=self.config, pool=self._pool)
+        dead = Deaths(config=self.config, pool=self._pool)
         moved = 0
         try:
             for member, _score in self.pop_each():
@@ -326,9 +320,3 @@ __all__ = [
     "scan_pattern",
     "zadd_member",
 ]
-
-
-def zadd_member(conn: Any, name: str, member: Member, score: float) -> int:
-    """``ZADD`` one member with its exact bytes. redis-py's annotations want
-    str members; Redis takes bytes as they are, which is the point here."""
-    return int(conn.zadd(name, {cast(str, member): score}))
