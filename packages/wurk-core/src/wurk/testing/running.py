@@ -54,7 +54,8 @@ def wire_copy(job: Payload) -> Payload:
     The same encoding as the real write, so a payload Redis would refuse is
     refused here too, and the job gets copies, not the caller's objects.
     """
-    return wire.loads(wire.dumps(job))
+    copied: Payload = wire.loads(wire.dumps(job))
+    return copied
 
 
 def current_config() -> Config:
