@@ -35,6 +35,8 @@ WIRE_FORMAT_LINES = {
     # Pro's included, so that a malformed one cannot fail its own booking.
     ("fields.py", '"bid": (_is_name, "a non-empty string"),'),
     ("fields.py", '"bid": str,'),
+    # The payload type names every wire field a Sidekiq job may carry.
+    ("types.py", '"bid": str,'),
 }
 
 

@@ -53,7 +53,8 @@ class NamedAccessors:
 
     @property
     def error_handlers(self) -> list[ErrorHandler]:
-        return self._options["error_handlers"]
+        handlers: list[ErrorHandler] = self._options["error_handlers"]
+        return handlers
 
     @error_handlers.setter
     def error_handlers(self, handlers: list[ErrorHandler]) -> None:
@@ -62,7 +63,8 @@ class NamedAccessors:
 
     @property
     def death_handlers(self) -> list[DeathHandler]:
-        return self._options["death_handlers"]
+        handlers: list[DeathHandler] = self._options["death_handlers"]
+        return handlers
 
     @death_handlers.setter
     def death_handlers(self, handlers: list[DeathHandler]) -> None:

@@ -95,12 +95,12 @@ def load_config_file(path: str | Path, environment: str, environ: Mapping[str, s
         raise ConfigurationError(f"config file {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"config file {path} must hold a mapping of options")
-    data = _symbolize(data)
-    overlay = data.pop(environment, None)
+    options: dict[str, Any] = _symbolize(data)
+    overlay = options.pop(environment, None)
     if isinstance(overlay, dict):
-        data.update(overlay)
-    data.pop("strict", None)  # strict fetch no longer exists
-    return data
+        options.update(overlay)
+    options.pop("strict", None)  # strict fetch no longer exists
+    return options
 
 
 def find_config_file(require: str) -> Path | None:

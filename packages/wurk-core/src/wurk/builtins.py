@@ -6,12 +6,13 @@ every heartbeat (when due) and once more at exit."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from wurk.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from wurk.component import ComponentRegistry
+    from wurk.config import Config
     from wurk.middleware import Chain
     from wurk.options import OptionRegistry
     from wurk.runtime import Runtime
@@ -39,7 +40,7 @@ def wurk_register_settings(settings: SettingRegistry) -> None:
 
 
 @hookimpl(tryfirst=True)
-def wurk_register_middleware(client: Chain, server: Chain, config: Any) -> None:
+def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> None:
     from wurk.server_middleware import Expiry, InterruptHandler
 
     server.prepend(InterruptHandler)
@@ -53,14 +54,14 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Any) -> None:
 
 
 @hookimpl
-def wurk_beat(config: Any) -> None:
+def wurk_beat(config: Config) -> None:
     from wurk.metrics import flush_on_beat
 
     flush_on_beat(config)
 
 
 @hookimpl
-def wurk_exit(config: Any) -> None:
+def wurk_exit(config: Config) -> None:
     from wurk.metrics import flush_at_exit
 
     flush_at_exit(config)

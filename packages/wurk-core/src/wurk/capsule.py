@@ -12,6 +12,7 @@ anything else is ``weighted``.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -153,7 +154,7 @@ class Capsule:
         _ = self.client_middleware, self.server_middleware
 
     @property
-    def logger(self) -> Any:
+    def logger(self) -> logging.Logger:
         return self.config.logger
 
     def handle_exception(self, exc: BaseException, context: dict[str, Any] | None = None) -> None:

@@ -165,7 +165,7 @@ class Component:
     def backed_off(self, wait: float) -> float:
         if not self.failures:
             return wait
-        return max(wait, min(BACKOFF_START * 2 ** (self.failures - 1), self.max_backoff))
+        return float(max(wait, min(BACKOFF_START * 2 ** (self.failures - 1), self.max_backoff)))
 
     def _main(self) -> None:
         # Whatever the thread runs (a push, a plugin's code) works for this

@@ -92,7 +92,8 @@ class Events:
         self._local = threading.local()
 
     def _lists(self) -> dict[str, list[Callable[[], object]]]:
-        return self._config.option("lifecycle_events")
+        lists: dict[str, list[Callable[[], object]]] = self._config.option("lifecycle_events")
+        return lists
 
     def on(self, event: str, handler: Callable[[], object], plugins: Plugins | None) -> None:
         """List ``handler`` for ``event``; with the plugins loaded, it joins the

@@ -44,7 +44,8 @@ def compress_backtrace(lines: list[str]) -> str:
 
 
 def decompress_backtrace(data: str) -> list[str]:
-    return json.loads(zlib.decompress(base64.b64decode(data)))
+    lines: list[str] = json.loads(zlib.decompress(base64.b64decode(data)))
+    return lines
 
 
 __all__ = [

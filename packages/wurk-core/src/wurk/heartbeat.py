@@ -176,7 +176,8 @@ class Heartbeat(Component):
             pipe.exists(self.identity)
             pipe.hset(self.identity, mapping=fields)
             pipe.expire(self.identity, PROCESS_TTL)
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         _, existed, _, _ = pool.execute(write)
         signal = self._take_signal(pool)

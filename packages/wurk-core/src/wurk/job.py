@@ -28,7 +28,7 @@ import asyncio
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from wurk import payload as wire
 from wurk.client import Client
@@ -117,6 +117,13 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
+class Pusher(Protocol):
+    """What a push goes through: the plain :class:`~wurk.client.Client`, or
+    the replacement a configuration registers as ``client_class``."""
+
+    def push(self, item: Mapping[str, Any]) -> str | None: ...
+
+
 class Setter:
     """Per-call option overrides: ``MyJob.set(queue="low").perform_async(...)``.
 
@@ -147,9 +154,10 @@ class Setter:
             item["at"] = at
         return item
 
-    def _client(self) -> Any:
+    def _client(self) -> Pusher:
         if self._client_class is not None:
-            return self._client_class()
+            client: Pusher = self._client_class()
+            return client
         return self.job_class.build_client()
 
     def perform_async(self, *args: Any) -> str | None:
@@ -183,7 +191,7 @@ class Setter:
         """Run now, in this thread, through the real client and server chains."""
         from wurk.testing import run_inline
 
-        client = self._client()
+        client: Any = self._client()  # the plain client, or a replacement built on it
         normed = client.normalize_item(self._item(args))
         pushed = client._through_chain(normed, client._pool_for(normed))
         if pushed is None:
@@ -255,16 +263,15 @@ class Job:
         return str(cls.get_options()["queue"])
 
     @classmethod
-    def build_client(cls) -> Any:
+    def build_client(cls) -> Pusher:
         """The client a push uses: ``config.register("client_class", factory)``
         (see ``wurk.transactional``) can replace the plain one. The
         configuration is the one running the current job (a push from inside
         a job goes to that worker's Redis), else the process default."""
         config = current_config()
         factory = config.lookup("client_class")
-        if factory is not None:
-            return factory(config)
-        return config.lookup("client", Client)
+        client: Pusher = factory(config) if factory is not None else config.lookup("client", Client)
+        return client
 
     # -- enqueueing -------------------------------------------------------------
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TextIO
 
 LOGGER_NAME = "wurk"
 
@@ -147,7 +147,7 @@ class JSON(WurkFormatter):
         return json.dumps(fields, ensure_ascii=False, default=str)
 
 
-class ReopenableStreamHandler(logging.StreamHandler):
+class ReopenableStreamHandler(logging.StreamHandler[TextIO]):
     """A stream handler that can reopen its file, for ``SIGUSR2`` log rotation.
 
     Without a ``stream`` or a ``path`` it writes to whatever ``sys.stdout`` is at

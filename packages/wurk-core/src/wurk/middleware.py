@@ -37,6 +37,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from wurk.capsule import Capsule
+    from wurk.config import Config
     from wurk.redis_pool import RedisPool
 
 
@@ -44,18 +46,35 @@ class Middleware:
     """Base class giving a middleware its configuration, pool and logger.
 
     The chain assigns ``config`` (the global configuration or a capsule) right
-    after building the instance.
+    after building the instance; :attr:`wurk_config` is the configuration
+    either way. Both are ``None`` in a middleware built outside a chain.
     """
 
-    config: Any = None
+    config: Config | Capsule | None = None
+
+    @property
+    def wurk_config(self) -> Config | None:
+        """The configuration this middleware runs under, a capsule's unwrapped:
+        what the worker's services, stats and settings hang off."""
+        # A capsule holds its configuration as ``config``; a configuration has
+        # no such attribute. Asked by name, so this module need not import
+        # the capsule (which imports it).
+        owner: Any = self.config
+        root: Config | None = getattr(owner, "config", owner)
+        return root
 
     @property
     def redis_pool(self) -> RedisPool:
+        if self.config is None:
+            raise AttributeError(f"{type(self).__name__} was built outside a middleware chain: it has no Redis pool")
         return self.config.redis_pool
 
     @property
     def logger(self) -> logging.Logger:
-        return self.config.logger if self.config is not None else logging.getLogger("wurk")
+        if self.config is None:
+            return logging.getLogger("wurk")
+        logger: logging.Logger = self.config.logger
+        return logger
 
 
 class ClientMiddleware(Middleware):

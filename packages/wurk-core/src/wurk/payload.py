@@ -73,7 +73,8 @@ def exact(raw: Any) -> str | bytes:
             return raw.decode()
         except UnicodeDecodeError:
             return raw
-    return raw
+    text: str = raw  # redis-py gives str when it decodes replies
+    return text
 
 
 def new_jid() -> str:
@@ -121,9 +122,9 @@ def is_native(value: Any, depth: int = 0) -> bool:
     if kind in _SCALARS:
         return True
     if kind is str:
-        return value.isascii() or is_text(value)
+        return bool(value.isascii() or is_text(value))
     if kind is int:
-        return -INT_LIMIT < value < INT_LIMIT
+        return bool(-INT_LIMIT < value < INT_LIMIT)
     if kind is float:
         return math.isfinite(value)
     if depth >= MAX_ARGS_DEPTH:
@@ -216,7 +217,7 @@ def verify_args(args: list[Any], mode: ComplexMode, logger: Any = None, job_clas
     )
     if mode == "raise":
         raise ComplexArgumentError(message)
-    stored = lossy(args, "args", 0, job_class)
+    stored: list[Any] = lossy(args, "args", 0, job_class)
     if mode == "warn" and logger is not None:
         logger.warning(message)
     return stored

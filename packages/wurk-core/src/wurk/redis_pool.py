@@ -120,7 +120,7 @@ def _counting(connection_class: type) -> type:
 class _BlockingPool(redis.BlockingConnectionPool):
     def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            return super().get_connection(*args, **kwargs)
+            return redis.BlockingConnectionPool.get_connection(self, *args, **kwargs)
         except RedisPyConnectionError as exc:
             if str(exc) == "No connection available.":
                 raise PoolTimeoutError(f"no free connection within {self.timeout}s") from exc
@@ -397,4 +397,4 @@ class RedisPool:
 
     def available(self) -> int:
         """Connections that can be checked out right now without waiting."""
-        return self._pool.pool.qsize()
+        return int(self._pool.pool.qsize())

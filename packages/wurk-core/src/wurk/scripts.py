@@ -214,7 +214,7 @@ class ScriptRegistry:
         """
         commands = [args for args, _options in pipeline.command_stack]
         pool = pipeline.connection_pool
-        replies = pipeline.execute(raise_on_error=False)
+        replies: list[Any] = pipeline.execute(raise_on_error=False)
         missing = [index for index, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if missing:
             import redis

@@ -43,13 +43,14 @@ class InterruptHandler(ServerMiddleware):
         except Interrupted:
             jobstr = current_jobstr.get()
             private = current_private.get()
-            if jobstr is None or private is None:
+            owner = self.config
+            if jobstr is None or private is None or owner is None:
                 raise
             # A guarded move (pushed only if still in the private list), not a
             # plain RPUSH: sent again after a lost reply, it moves nothing more.
             script_keys = [private, keys.queue(queue)]
             booking()  # its way back and the acknowledgement are not cut apart by a shutdown
-            self.redis_pool.execute(lambda conn: self.config.scripts.call("core.requeue", conn, script_keys, [jobstr]))
+            owner.redis_pool.execute(lambda conn: owner.scripts.call("core.requeue", conn, script_keys, [jobstr]))
             raise Skip() from None
 
 
@@ -58,7 +59,7 @@ class Expiry(ServerMiddleware):
         expiry = job.get("expiry")
         if expiry is None or time.time() <= float(expiry):
             return call_next()
-        config = getattr(self.config, "config", self.config)  # a capsule's chain holds the capsule
+        config = self.wurk_config
         if config is not None:
             stats = config.lookup("process_stats")
             if stats is not None:

@@ -102,11 +102,11 @@ def handler_list(key: str, handlers: Any) -> list[Any]:
     """A check: a list of callables (a lone string is not a list here)."""
     if isinstance(handlers, str | bytes) or not isinstance(handlers, Iterable):
         raise ConfigurationError(f"{key} must be a list of callables, got {handlers!r}")
-    handlers = list(handlers)
-    for handler in handlers:
+    checked: list[Any] = list(handlers)
+    for handler in checked:
         if not callable(handler):
             raise ConfigurationError(f"{key} must hold callables, got {handler!r}")
-    return handlers
+    return checked
 
 
 def name_list(key: str, value: Any) -> list[str]:

@@ -67,9 +67,7 @@ class LimiterMiddleware(ServerMiddleware):
     """Turns a rate-limit error into a reschedule (or, at the cap, a death)."""
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        # The chain gives a capsule's middleware the capsule, which holds the configuration.
-        owner = self.config if self.config is not None else wurk.current_config()
-        config: wurk.Config = owner if isinstance(owner, wurk.Config) else owner.config
+        config = self.wurk_config or wurk.current_config()
         settings = limiter_config(config)  # read at every job: runtime changes apply at once
         try:
             return call_next()

@@ -114,7 +114,7 @@ class SortedEntry(JobRecord):
         taken = job_set._take(self)
         if taken is None:
             return None
-        job = json.loads(taken)
+        job: dict[str, Any] = json.loads(taken)
         # "Now" is the point: a leftover ``at`` would send the job back to the schedule.
         job.pop("at", None)
         if count_attempt and type(job.get("retry_count")) is int:

@@ -117,13 +117,14 @@ class ProcessSet(RedisAccess):
             pipe = conn.pipeline(transaction=True)
             pipe.sismember(keys.PROCESSES, identity)
             pipe.hmget(identity, *FIELDS)
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         member, reply = access.run(read)
         return build_process(reply, access) if member else None
 
     def __getitem__(self, identity: str) -> Process:
-        found = self.get(identity)
+        found: Process | None = self.get(identity)
         if found is None:
             raise KeyError(identity)
         return found
@@ -134,7 +135,8 @@ class ProcessSet(RedisAccess):
             pipe = conn.pipeline(transaction=False)
             for member in members:
                 pipe.hmget(member, *FIELDS)
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         for reply in self.run(read):
             process = build_process(reply, self)

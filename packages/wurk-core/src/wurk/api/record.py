@@ -311,7 +311,7 @@ class JobRecord(RedisAccess):
 
     def _unwrapped_args(self) -> list[Any]:
         if self.klass in ACTIVE_JOB_WRAPPERS:
-            arguments = active_job_arguments(self._active_job_arguments())
+            arguments: list[Any] = active_job_arguments(self._active_job_arguments())
             job_class = self._active_job_class()
             if job_class == "ActionMailer::DeliveryJob":
                 return arguments[3:]  # drop mailer, method and delivery method

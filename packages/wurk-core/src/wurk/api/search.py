@@ -170,7 +170,8 @@ class Search(RedisAccess):
                     pipe.llen(key)
                 else:
                     pipe.zcard(key)
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         return any(int(size) for size in self.run(sizes))
 

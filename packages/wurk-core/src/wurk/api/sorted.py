@@ -92,7 +92,8 @@ class SortedSet(RedisAccess):
         while True:
 
             def step(conn: Any, at: int = cursor) -> tuple[int, list[Any]]:
-                return conn.zscan(self.name, at, match=pattern, count=count)
+                reply: tuple[int, list[Any]] = conn.zscan(self.name, at, match=pattern, count=count)
+                return reply
 
             cursor, rows = self.run(step)
             for member, score in rows:

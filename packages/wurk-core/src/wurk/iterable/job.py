@@ -251,7 +251,7 @@ class IterableJob(Job):
         hook = self.around_iteration()
         if inspect.isgenerator(hook):
             return contextlib.contextmanager(lambda: hook)()
-        if hasattr(hook, "__enter__") and hasattr(hook, "__exit__"):
+        if isinstance(hook, contextlib.AbstractContextManager):
             return hook
         raise TypeError(
             f"{self._owner()}: around_iteration must yield once (a generator) or return a context manager, "

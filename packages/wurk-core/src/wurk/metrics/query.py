@@ -167,7 +167,8 @@ class Query(RedisAccess):
             pipe = conn.pipeline(transaction=False)
             for at in times:
                 pipe.hgetall(_key(at, granularity))
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         wanted = _matcher(class_filter)
         result = Result(granularity, times[-1] - timedelta(seconds=stride), self.now)
@@ -196,7 +197,8 @@ class Query(RedisAccess):
                 pipe.hmget(_key(at, granularity), f"{klass}|ms", f"{klass}|p", f"{klass}|f")
                 if with_histograms:
                     pipe.execute_command("BITFIELD_RO", keys.histogram(klass, at), *_HISTOGRAM_FETCH)
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         replies = self.run(read)
         step = 2 if with_histograms else 1
@@ -220,7 +222,8 @@ class Query(RedisAccess):
             pipe = conn.pipeline(transaction=False)
             for day in days:
                 pipe.hgetall(keys.deploy_marks(day))
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         marks = []
         for fields in self.run(read):
@@ -243,7 +246,8 @@ class Query(RedisAccess):
             pipe = conn.pipeline(transaction=False)
             for day in wanted:
                 pipe.hgetall(keys.daily_jobs(day))
-            return pipe.execute()
+            replies: list[Any] = pipe.execute()
+            return replies
 
         totals: dict[str, dict[str, dict[str, int]]] = {}
         for day, fields in zip(wanted, self.run(read), strict=True):

@@ -70,7 +70,7 @@ class Statsd(ServerMiddleware):
     """Sends ``jobs.*`` metrics for every job to ``config.statsd``."""
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        config = getattr(self.config, "config", self.config)  # a capsule's chain holds the capsule
+        config = self.wurk_config
         if config is None or config.dogstatsd is None:
             return call_next()
         client = config.statsd

@@ -183,7 +183,8 @@ def tracker_for(config: Any) -> ExecutionTracker:
     if tracker is None:
         with _create_lock:
             tracker = config.lookup(SERVICE, ExecutionTracker)
-    return tracker
+    found: ExecutionTracker = tracker
+    return found
 
 
 def class_name(job: dict[str, Any]) -> str:
@@ -199,7 +200,7 @@ class History(ServerMiddleware):
     """
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        config = getattr(self.config, "config", self.config)  # a capsule's chain holds the capsule
+        config = self.wurk_config
         if config is None:
             return call_next()
         return tracker_for(config).track(class_name(job), call_next)

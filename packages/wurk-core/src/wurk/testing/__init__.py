@@ -33,7 +33,7 @@ check on a push is that one flag read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wurk.testing.harness import (
@@ -79,7 +79,6 @@ __all__ = [
     "state",
 ]
 
-Payload = dict[str, Any]
 
 #: The one testing state of the process.
 state = TestingState()
@@ -140,12 +139,12 @@ def disable() -> ModeSetting:
 # -- the client's hook and the fake store's helpers ----------------------------------
 
 
-def intercept(payloads: Sequence[Payload], client: Client) -> None:
+def intercept(payloads: Sequence[Mapping[str, Any]], client: Client) -> None:
     """Called by the client instead of writing to Redis when a mode is on."""
     state.intercept(payloads, client)
 
 
-def process_job(job_class: Any, job: Payload) -> Any:
+def process_job(job_class: Any, job: Mapping[str, Any]) -> Any:
     """Run one payload through the testing server chain; ``perform``'s value."""
     return state.process_job(job_class, job)
 

@@ -42,7 +42,8 @@ def _payload(queue: str, label: str) -> str:
 
 
 def _label(uow: Any) -> str:
-    return json.loads(uow.job)["args"][0]
+    label: str = json.loads(uow.job)["args"][0]
+    return label
 
 
 def _everywhere(redis: Any) -> list[bytes]:
@@ -62,7 +63,9 @@ class FetcherContract:
         for label in labels:
             redis.lpush(f"queue:{queue}", _payload(queue, label))
 
-    def test_a_claimed_job_stays_in_redis_until_acknowledged(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_a_claimed_job_stays_in_redis_until_acknowledged(
+        self, redis: Any, make_fetcher: Callable[..., Any]
+    ) -> None:
         fetcher = make_fetcher("default")
         self.push(redis, "default", "one")
         uow = fetcher.retrieve_work()
@@ -75,7 +78,7 @@ class FetcherContract:
         assert _everywhere(redis) == []
         fetcher.quiet()
 
-    def test_jobs_come_oldest_first_and_none_when_empty(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_jobs_come_oldest_first_and_none_when_empty(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default")
         self.push(redis, "default", "a", "b", "c")
         seen = []
@@ -91,7 +94,7 @@ class FetcherContract:
         assert _everywhere(redis) == []
         fetcher.quiet()
 
-    def test_a_job_given_back_is_fetched_again_first(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_a_job_given_back_is_fetched_again_first(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default")
         self.push(redis, "default", "back", "next")
         uow = fetcher.retrieve_work()
@@ -102,7 +105,7 @@ class FetcherContract:
         fetcher.flush_acks()
         fetcher.quiet()
 
-    def test_an_abandoned_job_comes_back(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_an_abandoned_job_comes_back(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default")
         self.push(redis, "default", "lost")
         uow = fetcher.retrieve_work()
@@ -118,7 +121,7 @@ class FetcherContract:
         assert _everywhere(redis) == []
         fetcher.quiet()
 
-    def test_shutdown_gives_back_everything_unacknowledged(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_shutdown_gives_back_everything_unacknowledged(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default", concurrency=3)
         self.push(redis, "default", "done", "running", "fresh")
         done = fetcher.retrieve_work()
@@ -131,7 +134,7 @@ class FetcherContract:
         assert remaining == ["fresh", "running"]
         assert len(_everywhere(redis)) == 2  # nothing left in a private list
 
-    def test_a_quieted_fetcher_claims_nothing(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_a_quieted_fetcher_claims_nothing(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default")
         fetcher.quiet()
         self.push(redis, "default", "after")
@@ -140,7 +143,7 @@ class FetcherContract:
         assert time.monotonic() - started < POLL_MARGIN
         assert redis.llen("queue:default") == 1
 
-    def test_every_queue_is_served_and_paused_ones_skipped(self, redis: Any, make_fetcher: Callable) -> None:
+    def test_every_queue_is_served_and_paused_ones_skipped(self, redis: Any, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("first", "second")
         redis.sadd("paused", "first")
         self.push(redis, "first", "held")
@@ -152,7 +155,7 @@ class FetcherContract:
         assert redis.llen("queue:first") == 1
         fetcher.quiet()
 
-    def test_prefetch_is_settable(self, make_fetcher: Callable) -> None:
+    def test_prefetch_is_settable(self, make_fetcher: Callable[..., Any]) -> None:
         fetcher = make_fetcher("default")
         fetcher.prefetch = lambda: 0
         assert fetcher.prefetch() == 0

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from wurk import payload as wire
 from wurk.errors import WurkError
 from wurk.middleware import Chain
-from wurk.testing.running import covers_all, resolve, run_inline, unwrap, wire_copy
+from wurk.testing.running import covers_all, resolve, run_inline, stored_copy, unwrap
 from wurk.testing.store import FakeJobs, Queues
 
 if TYPE_CHECKING:
     from wurk.client import Client
 
 MODES = ("disable", "fake", "inline")
-
-Payload = dict[str, Any]
 
 
 class TestModeAlreadySetError(WurkError, RuntimeError):
@@ -147,7 +145,7 @@ class TestingState:
 
     # -- the client's hook -------------------------------------------------------
 
-    def intercept(self, payloads: Sequence[Payload], client: Client) -> None:
+    def intercept(self, payloads: Sequence[Mapping[str, Any]], client: Client) -> None:
         """Called by the client instead of writing to Redis when a mode is on.
 
         Each payload is stamped as a real push would be (``enqueued_at`` unless
@@ -162,15 +160,15 @@ class TestingState:
                 job["enqueued_at"] = now
             else:
                 job.pop("enqueued_at", None)
-            job = wire_copy(job)
+            stored = stored_copy(job)
             if current == "fake":
-                self.queues.push(job["queue"], job["class"], job)
+                self.queues.push(stored["queue"], stored["class"], stored)
             else:
-                run_inline(resolve(job["class"], client.config), job, self.server_middleware, client.config)
+                run_inline(resolve(stored["class"], client.config), stored, self.server_middleware, client.config)
 
     # -- the fake store's helpers ----------------------------------------------------
 
-    def process_job(self, job_class: Any, job: Payload) -> Any:
+    def process_job(self, job_class: Any, job: Mapping[str, Any]) -> Any:
         """Run one payload through the testing server chain; ``perform``'s value."""
         return run_inline(job_class, job, self.server_middleware)
 

@@ -7,21 +7,21 @@ the testing helpers the separate testing chain.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wurk import current
 from wurk import payload as wire
 from wurk.registry import defined_job_class
 from wurk.server_middleware import current_job
+from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.config import Config
     from wurk.middleware import Chain
 
-Payload = dict[str, Any]
 
-
-def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None = None) -> Any:
+def run_inline(job_class: Any, payload: Mapping[str, Any], chain: Chain, config: Config | None = None) -> Any:
     """Instantiate ``job_class`` for ``job`` and run it through ``chain``;
     ``perform``'s return value (``None`` when a middleware skipped it). The
     job runs as ``config`` (see :mod:`wurk.current`): what it pushes or reads
@@ -30,7 +30,7 @@ def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None
     if chain.config is None:
         chain = chain.copy_for(config)  # so the middleware get a configuration
     job_class = unwrap(job_class)
-    job = wire_copy(job)
+    job = wire_copy(payload)
     instance = job_class()
     instance.jid = job.get("jid")
     result: list[Any] = [None]
@@ -48,13 +48,20 @@ def run_inline(job_class: Any, job: Payload, chain: Chain, config: Config | None
     return result[0]
 
 
-def wire_copy(job: Payload) -> Payload:
+def wire_copy(job: Mapping[str, Any]) -> dict[str, Any]:
     """``job`` after a round trip through the wire encoding.
 
     The same encoding as the real write, so a payload Redis would refuse is
     refused here too, and the job gets copies, not the caller's objects.
     """
-    return wire.loads(wire.dumps(job))
+    copied: dict[str, Any] = wire.loads(wire.dumps(job))
+    return copied
+
+
+def stored_copy(job: Mapping[str, Any]) -> Payload:
+    """``job`` as the fake store keeps it: what a worker would read back."""
+    stored: Payload = wire.loads(wire.dumps(job))
+    return stored
 
 
 def current_config() -> Config:

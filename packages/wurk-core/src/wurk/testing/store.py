@@ -18,8 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wurk import payload as wire
-
-Payload = dict[str, Any]
+from wurk.types import Payload
 
 #: Sort key of payloads added to a live list by hand: after everything filed.
 _UNFILED = float("inf")
