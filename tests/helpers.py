@@ -229,3 +229,15 @@ def logged_at(text: str, fragment: str) -> float:
             if stamp:
                 return datetime.strptime(stamp.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     raise AssertionError(f"no line with {fragment!r} in the log")
+
+
+def first_reply_lost(config: Any, script: str) -> Any:
+    """A fault-proxy matcher: every call of ``script`` loses the reply to its
+    first sending, and the call sent again gets through. ``core.push`` is
+    matched in whichever form the push takes (its fenced pipeline or its
+    script)."""
+    from wurk.testing.faults import FaultProxy
+
+    if script == "core.push":
+        return FaultProxy.first_sending(FaultProxy.push(config))
+    return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))

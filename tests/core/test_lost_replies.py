@@ -10,9 +10,10 @@ import logging
 import pytest
 
 import wurk
+from tests.helpers import first_reply_lost
 from wurk.errors import LostReplyError
 from wurk.scheduled import Enq
-from wurk.testing.faults import FaultProxy, Matcher
+from wurk.testing.faults import FaultProxy
 
 
 class Mail(wurk.Job, queue="mail"):
@@ -27,11 +28,6 @@ class Recorder(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(record.getMessage())
-
-
-def once_each(config: wurk.Config, script: str) -> Matcher:
-    """Every call of ``script`` loses its first reply; the call sent again gets through."""
-    return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))
 
 
 def queued(redis, queue: str = "mail") -> list[dict]:
@@ -86,7 +82,7 @@ def test_the_scheduler_loses_no_job_when_its_pops_replies_are_lost(lossy_config,
     """Before fencing, each re-sent pop took the next job and the first was gone."""
     jids = [Mail.perform_in(3600, n) for n in range(5)]
     redis.zadd("schedule", dict.fromkeys(redis.zrange("schedule", 0, -1), 1.0), xx=True)  # all due now
-    fault_proxy.lose_reply(once_each(lossy_config, "core.zpopbyscore"), times=3)
+    fault_proxy.lose_reply(first_reply_lost(lossy_config, "core.zpopbyscore"), times=3)
     fault_proxy.lose_reply(FaultProxy.first_sending(FaultProxy.push(lossy_config)), times=2)
     moved = Enq(lossy_config).enqueue_jobs()
     assert moved == 5
@@ -106,7 +102,7 @@ def test_a_signal_is_not_dropped_when_its_pops_reply_is_lost(lossy_config, fault
     heartbeat.beat()
     signals = f"{heartbeat.identity}-signals"
     redis.lpush(signals, "TSTP", "TTIN")  # TSTP is the older: taken first
-    fault_proxy.lose_reply(once_each(lossy_config, "core.signal_pop"), times=2)
+    fault_proxy.lose_reply(first_reply_lost(lossy_config, "core.signal_pop"), times=2)
     heartbeat.beat()
     heartbeat.beat()
     assert len(fault_proxy.lost) == 2
@@ -161,7 +157,7 @@ def test_retry_all_loses_no_entry_when_its_pops_replies_are_lost(lossy_config, f
         for n in range(4)
     }
     redis.zadd("retry", members)
-    fault_proxy.lose_reply(once_each(lossy_config, "core.zpopbyscore"), times=4)
+    fault_proxy.lose_reply(first_reply_lost(lossy_config, "core.zpopbyscore"), times=4)
     assert RetrySet(config=lossy_config).retry_all() == 4
     assert sorted(job["jid"] for job in queued(redis)) == ["j0", "j1", "j2", "j3"]
     assert redis.zcard("retry") == 0

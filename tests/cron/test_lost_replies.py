@@ -8,18 +8,12 @@ import json
 
 import pytest
 
-from wurk.testing.faults import FaultProxy, Matcher
+from tests.helpers import first_reply_lost
 from wurk_cron import LoopSet, Manager
 from wurk_cron.poller import Poller
 
 from .conftest import Clock
 from .test_poller import MINUTE, T0
-
-
-def first_reply_lost(config, script: str) -> Matcher:
-    if script == "core.push":
-        return FaultProxy.first_sending(FaultProxy.push(config))
-    return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))
 
 
 @pytest.mark.parametrize("script", ["cron.advance", "core.push", "cron.record"])

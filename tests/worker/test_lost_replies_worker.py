@@ -6,17 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import WorkerPool, wait_for
+from tests.helpers import WorkerPool, first_reply_lost, wait_for
 from tests.worker.lossy_app import Ledgered
-from wurk.testing.faults import FaultProxy
 
 JOBS = 40
-
-
-def first_reply_lost(config, script: str):
-    if script == "core.push":
-        return FaultProxy.first_sending(FaultProxy.push(config))
-    return FaultProxy.first_sending(FaultProxy.command(b"EVALSHA", config.scripts[script].sha.encode()))
 
 
 @pytest.fixture
