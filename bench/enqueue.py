@@ -479,7 +479,7 @@ def pin(mode: str, server_pid: int) -> dict[str, Any]:
 
 
 def start_server(kind: str) -> tuple[Any, dict[str, str]]:
-    from wurk.embedded import ServerProcess, redis_binary, valkey_binary
+    from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
 
     binary = valkey_binary() if kind == "valkey" else redis_binary()
     server = ServerProcess(binary).start()

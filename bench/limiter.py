@@ -110,7 +110,7 @@ def run_case(case: str, url: str, calls: int, processes: int) -> float:
 
 
 def start_server(kind: str) -> Any:
-    from wurk.embedded import ServerProcess, redis_binary, valkey_binary
+    from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
 
     return ServerProcess(valkey_binary() if kind == "valkey" else redis_binary()).start()
 

@@ -14,8 +14,8 @@ import redis as redis_py
 
 import wurk
 from wurk import testing
-from wurk.embedded import ServerProcess
-from wurk.plugins import DISABLE_ENV
+from wurk.plugins.manager import DISABLE_ENV
+from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy
 
 from .helpers import new_server, server_kind

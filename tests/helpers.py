@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wurk.embedded import ServerProcess, redis_binary, valkey_binary
+from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_ENV = "WURK_TEST_SERVER"
@@ -118,7 +118,7 @@ class WorkerPool:
         self.started: list[Subprocess] = []
 
     def start(self, *args: str, env: Mapping[str, str] | None = None) -> Subprocess:
-        command = [sys.executable, "-m", "wurk.cli", "-r", self.app, *args]
+        command = [sys.executable, "-m", "wurk.cli.main", "-r", self.app, *args]
         log = self.logs / f"worker-{len(self.started)}.log"
         full_env = {"REDIS_URL": self.redis_url, **self.env, **(env or {})}
         worker = Subprocess(command, env=full_env, cwd=ROOT, log=log)
@@ -164,7 +164,7 @@ def at_rest(client: Any, *queues: str) -> bool:
 # already have shown up.
 
 #: The threads through which a worker process takes jobs: its processors and
-#: the fetcher's waiters (:mod:`wurk.fetch.waiters`).
+#: the fetcher's waiters (:mod:`wurk.server.fetch.waiters`).
 FETCHING_THREADS = ("wurk-processor-", "wurk-waiter-")
 
 

@@ -35,7 +35,7 @@ from chaos.ledger import Ledger
 from chaos.peers import PEERS, Peer
 from chaos.peers.base import BENCH, REPO
 from chaos.processes import WorkerSet
-from wurk.embedded import ServerProcess, valkey_binary
+from wurk.redis.servers import ServerProcess, valkey_binary
 from wurk.testing.faults import FaultProxy
 
 RESULTS = BENCH / "results"

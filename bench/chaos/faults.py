@@ -37,7 +37,7 @@ from typing import Any
 from chaos.peers.base import Peer
 from chaos.processes import WorkerSet
 from chaos.procfs import Proc
-from wurk.embedded import ServerProcess
+from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy, Matcher
 
 #: Faults whose workers and producer talk to the broker through the proxy.

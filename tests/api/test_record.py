@@ -8,9 +8,9 @@ import time
 import zlib
 from datetime import UTC, datetime
 
-from wurk import payload as wire
 from wurk.api import IterableState, JobRecord
-from wurk.retry import compress_backtrace
+from wurk.client import payload as wire
+from wurk.server.retry import compress_backtrace
 
 
 def record(**item):
@@ -39,7 +39,7 @@ def test_latency_uses_enqueued_at_then_created_at_and_never_goes_negative(config
 
 
 def test_error_fields_and_backtrace(config):
-    lines = ["app.py:3:in 'perform'", "wurk/processor.py:90:in 'execute'"]
+    lines = ["app.py:3:in 'perform'", "wurk/server/processor.py:90:in 'execute'"]
     failed = record(
         error_class="ValueError", error_message="bad", retry_count=2, error_backtrace=compress_backtrace(lines)
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from wurk import payload as wire
 from wurk.api import Queue
+from wurk.client import payload as wire
 
 from .jobs import OtherJob
 

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from wurk import payload as wire
 from wurk.api import DeadSet, JobSet, Queue, RetrySet, ScheduledSet, SortedEntry, SortedSet
+from wurk.client import payload as wire
 
 from .jobs import ScheduledJob
 

@@ -14,7 +14,7 @@ import pytest
 
 import wurk
 from tests.batches.jobs import Done, Row
-from wurk.transactional import transactional_push
+from wurk.client.transactional import transactional_push
 from wurk_batches import Batch, Status
 from wurk_batches.books import Books
 
@@ -178,7 +178,7 @@ def test_adding_to_a_gone_batch_raises(config):
 
 
 def test_scheduled_jobs_are_counted_when_created_and_not_again_when_promoted(config, redis):
-    from wurk.scheduled import Enq
+    from wurk.server.scheduled import Enq
 
     batch = Batch()
     with batch.jobs():

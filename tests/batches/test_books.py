@@ -10,10 +10,10 @@ import time
 import pytest
 
 from tests.batches.jobs import Done, Row
-from wurk import outcomes
 from wurk.errors import Interrupted, Shutdown
-from wurk.outcomes import Outcome
-from wurk.retry import Skip
+from wurk.plugins import outcomes
+from wurk.plugins.outcomes import Outcome
+from wurk.server.retry import Skip
 from wurk_batches import Batch, Status
 from wurk_batches.books import Books
 

@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 
 import wurk
+from wurk.client.payload import ComplexArgumentError, InvalidJobError
 from wurk.errors import ConfigurationError
-from wurk.payload import ComplexArgumentError, InvalidJobError
 
 
 class PlainJob(wurk.Job):
@@ -215,7 +215,7 @@ def test_pool_option_shards_the_push_and_is_not_stored(config, redis):
 
     shard = new_server().start()
     try:
-        pool = wurk.redis_pool.RedisPool({"url": shard.url}, size=2, name="shard")
+        pool = wurk.redis.connection.RedisPool({"url": shard.url}, size=2, name="shard")
         jid = PlainJob.set(pool=pool).perform_async("sharded")
         assert redis.llen("queue:default") == 0
         stored = json.loads(pool.client.lrange("queue:default", 0, -1)[0])

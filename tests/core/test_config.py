@@ -12,12 +12,12 @@ import redis as redis_py
 import wurk
 import wurk_web
 from tests.helpers import wait_for
-from wurk.capsule import parse_queue
-from wurk.config import DEFAULTS, default_error_handler
-from wurk.defaults import default_config, enter_server_mode
+from wurk.config.capsule import parse_queue
+from wurk.config.configuration import DEFAULTS, default_error_handler
+from wurk.config.defaults import default_config, enter_server_mode
 from wurk.errors import ConfigurationError, FrozenConfigError, RedisConnectionError
-from wurk.hookspecs import LIFECYCLE_EVENTS
-from wurk.redis_pool import PoolTimeoutError
+from wurk.plugins.hookspecs import LIFECYCLE_EVENTS
+from wurk.redis.connection import PoolTimeoutError
 
 
 class ListHandler(logging.Handler):
@@ -1155,7 +1155,7 @@ class OwnsAnOption:
 
 
 def plugins_with(plugin):
-    from wurk.plugins import Plugins
+    from wurk.plugins.manager import Plugins
 
     plugins = Plugins(entry_points=False)
     plugins.register(plugin, name="owns-an-option")
@@ -1180,7 +1180,7 @@ def test_keys_written_before_the_plugins_loaded_are_checked_at_freeze(captured):
 
 
 def test_a_yaml_file_goes_through_the_same_check(captured, tmp_path):
-    from wurk import boot
+    from wurk.cli import boot
 
     config, log = captured
     path = tmp_path / "wurk.yml"
@@ -1204,7 +1204,7 @@ def test_a_queue_named_by_its_redis_key_is_refused(entry):
 
 
 def test_a_yaml_queue_with_the_prefix_is_refused(tmp_path):
-    from wurk import boot
+    from wurk.cli import boot
 
     path = tmp_path / "wurk.yml"
     path.write_text("queues:\n  - queue:mail\ncapsules:\n  serial:\n    queues: [queue:imports]\n", encoding="utf-8")

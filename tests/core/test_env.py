@@ -1,4 +1,4 @@
-"""The environment variables Wurk reads, through the helpers of ``wurk.env``.
+"""The environment variables Wurk reads, through the helpers of ``wurk.config.env``.
 
 Most tests pass an explicit ``environ`` mapping; a few go through the real
 process environment (with ``monkeypatch``) to prove the default source.
@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from wurk import env
+from wurk.config import env
 
 # -- the WURK_* / SIDEKIQ_* lookup ------------------------------------------------
 

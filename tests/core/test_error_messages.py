@@ -17,9 +17,9 @@ import redis as redis_py
 
 import wurk
 from tests.helpers import new_server
-from wurk.embedded import free_port
 from wurk.errors import ConfigurationError, RedisConnectionError
-from wurk.redis_pool import RedisPool, check_url, mask_url
+from wurk.redis.connection import RedisPool, check_url, mask_url
+from wurk.redis.servers import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
 HINT = "Start one with `wurk server`, or set REDIS_URL."

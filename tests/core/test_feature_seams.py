@@ -9,9 +9,9 @@ import pytest
 
 import wurk
 from wurk import api
+from wurk.config.options import OptionRegistry
 from wurk.errors import ConfigurationError
-from wurk.options import OptionRegistry
-from wurk.retry import Handled, JobRetry, Retrier, death_reason
+from wurk.server.retry import Handled, JobRetry, Retrier, death_reason
 
 
 class Plain(wurk.Job):
@@ -76,7 +76,7 @@ def test_a_death_handler_hears_why_the_job_died(config, redis, reasons):
     with pytest.raises(Handled):
         retrier.run_global(job("b", retry=False), "default", lambda: raise_it(ValueError("no retries")))
     Retrier(config).kill(job("c"))
-    api.DeadSet().kill(wurk.payload.dumps(job("d")))
+    api.DeadSet().kill(wurk.client.payload.dumps(job("d")))
     Retrier(config).kill(job("e"), reason="expired")
     assert reasons == [
         ("a" * 24, "retries_exhausted"),

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 import wurk
-from wurk import logger as wlog
+from wurk.server import logger as wlog
 
 # 2026-07-20T12:00:00.250Z
 STAMP = datetime(2026, 7, 20, 12, 0, 0, tzinfo=UTC).timestamp() + 0.25
@@ -320,7 +320,7 @@ def test_job_lines_from_many_threads_reach_a_file_whole_and_in_order_per_thread(
     path = tmp_path / "worker.log"
     script = f"""
 import threading
-from wurk import logger as wlog
+from wurk.server import logger as wlog
 
 log = wlog.build_logger({str(path)!r})
 

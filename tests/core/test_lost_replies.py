@@ -12,7 +12,7 @@ import pytest
 import wurk
 from tests.helpers import first_reply_lost
 from wurk.errors import LostReplyError
-from wurk.scheduled import Enq
+from wurk.server.scheduled import Enq
 from wurk.testing.faults import FaultProxy
 
 
@@ -92,8 +92,8 @@ def test_the_scheduler_loses_no_job_when_its_pops_replies_are_lost(lossy_config,
 
 
 def test_a_signal_is_not_dropped_when_its_pops_reply_is_lost(lossy_config, fault_proxy, redis):
-    from wurk.heartbeat import Heartbeat
-    from wurk.launcher import Launcher
+    from wurk.server.heartbeat import Heartbeat
+    from wurk.server.launcher import Launcher
 
     launcher = Launcher(lossy_config)
     received: list[str] = []
@@ -111,8 +111,8 @@ def test_a_signal_is_not_dropped_when_its_pops_reply_is_lost(lossy_config, fault
 
 
 def test_a_stats_flush_whose_reply_is_lost_counts_once(lossy_config, fault_proxy, redis):
-    from wurk.heartbeat import Heartbeat
-    from wurk.launcher import Launcher
+    from wurk.server.heartbeat import Heartbeat
+    from wurk.server.launcher import Launcher
 
     heartbeat = Heartbeat(Launcher(lossy_config).runtime)
     for _ in range(7):
@@ -130,7 +130,7 @@ def test_a_stats_flush_whose_reply_is_lost_counts_once(lossy_config, fault_proxy
 
 
 def test_a_leader_recognises_the_lock_it_set_when_the_reply_was_lost(lossy_config, fault_proxy, redis):
-    from wurk.leader import Leader
+    from wurk.server.leader import Leader
 
     leader = Leader(lossy_config, "host:1:aaaaaaaaaaaa")
     fault_proxy.lose_reply(FaultProxy.command(b"SET", b"dear-leader"))

@@ -8,7 +8,7 @@ import json
 import pytest
 
 import wurk
-from wurk.middleware import Chain, Entry, Middleware
+from wurk.client.middleware import Chain, Entry, Middleware
 
 
 class A:
@@ -337,7 +337,7 @@ def test_capsule_prepare_takes_the_copies_now():
 
 
 def test_the_global_chains_hold_the_plugins_middleware_before_user_code():
-    from wurk.server_middleware import Expiry, InterruptHandler
+    from wurk.server.builtin_middleware import Expiry, InterruptHandler
 
     config = wurk.Config()
     config.server_middleware.add(A)
@@ -347,7 +347,7 @@ def test_the_global_chains_hold_the_plugins_middleware_before_user_code():
 
 
 def test_a_capsule_copy_includes_the_plugins_middleware():
-    from wurk.server_middleware import InterruptHandler
+    from wurk.server.builtin_middleware import InterruptHandler
 
     config = wurk.Config()
     capsule = config.capsule("critical")

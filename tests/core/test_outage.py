@@ -12,8 +12,8 @@ import redis as redis_py
 
 import wurk
 from tests.helpers import new_server
+from wurk.client.outage import BufferOverflowError
 from wurk.errors import ConfigurationError, RedisConnectionError
-from wurk.outage import BufferOverflowError
 
 
 class Order(wurk.Job):
@@ -281,8 +281,8 @@ def test_a_buffer_is_reset_in_a_forked_child_without_being_kept_alive(config):
     import gc
     import weakref
 
-    from wurk import forking
-    from wurk.outage import OutageBuffer
+    from wurk.client.outage import OutageBuffer
+    from wurk.server import forking
 
     buffer = OutageBuffer(config)
     assert buffer in set(forking._others)

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 import wurk
+from wurk.client.payload import ComplexArgumentError, InvalidJobError
 from wurk.errors import ConfigurationError
-from wurk.payload import ComplexArgumentError, InvalidJobError
 
 
 class Plain(wurk.Job):

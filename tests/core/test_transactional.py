@@ -7,8 +7,8 @@ import json
 import pytest
 
 import wurk
-from wurk.payload import InvalidJobError
-from wurk.transactional import transactional_push
+from wurk.client.payload import InvalidJobError
+from wurk.client.transactional import transactional_push
 
 
 class OrderJob(wurk.Job):
@@ -92,7 +92,9 @@ def test_bad_input_fails_inside_the_transaction(config, redis):
     transactional_push(config, tx.on_commit)
     tx.open = True
     with pytest.raises(InvalidJobError):
-        wurk.transactional.TransactionAwareClient(config, defer=tx.on_commit).push({"class": OrderJob, "args": "x"})
+        wurk.client.transactional.TransactionAwareClient(config, defer=tx.on_commit).push(
+            {"class": OrderJob, "args": "x"}
+        )
     with pytest.raises(InvalidJobError, match="not native JSON"):
         OrderJob.perform_async(object())
     assert tx.callbacks == []

@@ -184,7 +184,7 @@ def test_bulk_with_one_time_per_job(config, redis):
 
 
 def test_a_python_job_is_named_by_its_import_path(config, redis):
-    class_name = wurk.payload.class_name(PythonNamed)
+    class_name = wurk.client.payload.class_name(PythonNamed)
     assert class_name == f"{__name__}.PythonNamed"
     PythonNamed.perform_async()
     assert json.loads(only(redis, "queue:default"))["class"] == class_name

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from wurk.leader import SERVICE, Leader
+from wurk.server.leader import SERVICE, Leader
 
 
 class Clock:

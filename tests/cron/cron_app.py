@@ -16,7 +16,7 @@ import redis
 
 import tests.worker.worker_app  # noqa: F401  (its timing knobs)
 import wurk
-from wurk.config import Config
+from wurk.config.configuration import Config
 
 _clients: dict[int, redis.Redis] = {}
 

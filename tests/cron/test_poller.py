@@ -13,7 +13,7 @@ import pytest
 
 import wurk
 import wurk_cron
-from wurk.leader import SERVICE, Leader
+from wurk.server.leader import SERVICE, Leader
 from wurk_cron import LoopSet, Manager
 from wurk_cron.poller import Poller
 

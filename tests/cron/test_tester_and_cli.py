@@ -79,7 +79,12 @@ def wurk_cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REDIS_URL": redis_url}
     env.pop("WURK_DISABLE_PLUGINS", None)
     return subprocess.run(
-        [sys.executable, "-m", "wurk.cli", "cron", *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "wurk.cli.main", "cron", *args],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

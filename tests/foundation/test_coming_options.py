@@ -12,8 +12,8 @@ import pytest
 
 import wurk
 from wurk import testing
+from wurk.config.options import OptionRegistry
 from wurk.errors import UnknownOptionError
-from wurk.options import OptionRegistry
 
 COMING_REFUSED = "the 'audit_trail' option needs wurk-trail, which does not implement it yet; nothing was pushed"
 
@@ -74,7 +74,7 @@ def test_a_reserved_option_is_owned_but_not_implemented(coming):
 def test_a_reserved_option_is_refused_on_every_push_path(coming, redis):
     with pytest.raises(UnknownOptionError) as refused:
         Plain.set(audit_trail=True).perform_async(1)
-    assert str(refused.value) == f"job {wurk.payload.class_name(Plain)}: {COMING_REFUSED}"
+    assert str(refused.value) == f"job {wurk.client.payload.class_name(Plain)}: {COMING_REFUSED}"
     with pytest.raises(UnknownOptionError, match=COMING_REFUSED):
         Plain.set(audit_trail=True, wait=30).perform_async(1)
     with pytest.raises(UnknownOptionError, match=COMING_REFUSED):

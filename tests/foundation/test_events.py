@@ -8,7 +8,7 @@ import pytest
 
 import wurk
 from wurk.errors import ConfigurationError
-from wurk.plugins import DISABLE_ENV, Plugins
+from wurk.plugins.manager import DISABLE_ENV, Plugins
 
 
 @pytest.fixture

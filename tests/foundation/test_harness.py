@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 
 from tests.helpers import Subprocess, server_kind
-from wurk.embedded import ServerProcess
+from wurk.redis.servers import ServerProcess
 
 
 def test_the_server_is_real_and_of_the_selected_kind(redis):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 import wurk
-from wurk.outcomes import Outcome
-from wurk.plugins import DISABLE_ENV, Plugins
+from wurk.plugins.manager import DISABLE_ENV, Plugins
+from wurk.plugins.outcomes import Outcome
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from wurk import builtins, hookspecs
+from wurk.plugins import builtins, hookspecs
 
 
 def _implementations() -> list[str]:

@@ -32,16 +32,16 @@ CHECKED = [
 ENTRY_POINTS = {
     # Where it is defined, with ``current_config``'s fallback outside any
     # worker and the configure decorators run at the application's import.
-    "packages/wurk-core/src/wurk/defaults.py",
+    "packages/wurk-core/src/wurk/config/defaults.py",
     # The public re-export.
     "packages/wurk-core/src/wurk/__init__.py",
     # Commands that start a worker or read a server: they choose the
     # configuration (the process default, as documented for ``wurk``).
-    "packages/wurk-core/src/wurk/cli.py",
+    "packages/wurk-core/src/wurk/cli/main.py",
     "packages/wurk-swarm/src/wurk_swarm/cli.py",
-    "packages/wurk-core/src/wurk/demo.py",
+    "packages/wurk-core/src/wurk/cli/demo.py",
     # ``configure_embed()`` without a configuration embeds the default one.
-    "packages/wurk-core/src/wurk/embed.py",
+    "packages/wurk-core/src/wurk/server/embedded.py",
     # The dashboard application built without a configuration (a web process).
     "packages/wurk-web/src/wurk_web/app.py",
 }
@@ -81,7 +81,7 @@ def test_no_worker_path_names_the_process_default_config():
 def test_the_check_sees_each_spelling():
     source = (
         "import wurk\n"
-        "from wurk.defaults import default_config\n"
+        "from wurk.config.defaults import default_config\n"
         "a = wurk.default_config()\n"
         "b = default_config()\n"
         "c = wurk.current_config()\n"

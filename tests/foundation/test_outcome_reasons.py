@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from wurk import outcomes
 from wurk.errors import PluginError
-from wurk.outcomes import Outcome, add_reason, reasons
-from wurk.retry import Retrier
+from wurk.plugins import outcomes
+from wurk.plugins.outcomes import Outcome, add_reason, reasons
+from wurk.server.retry import Retrier
 
 JOB = {"jid": "b" * 24, "class": "tests.Nothing", "args": [], "queue": "default"}
 
@@ -34,7 +34,7 @@ def test_core_registers_the_reasons_it_gives():
 
 def test_the_limiters_reason_is_registered_by_the_limiter_not_by_core():
     code = (
-        "import wurk.outcomes as o, wurk.retry, wurk.reaper, wurk.api\n"
+        "import wurk.plugins.outcomes as o, wurk.server.retry, wurk.server.reaper, wurk.api\n"
         "before = 'rate_limited' in o.reasons()\n"
         "import wurk_limiter.middleware\n"
         "print(before, 'rate_limited' in o.reasons())\n"
@@ -72,7 +72,8 @@ def test_a_reason_needs_a_meaning(registry):
 
 
 def test_an_outcome_with_an_unknown_reason_is_refused():
-    with pytest.raises(PluginError, match=r"unknown outcome reason 'over_quota': register it with wurk\.outcomes"):
+    expected = r"unknown outcome reason 'over_quota': register it with wurk\.plugins\.outcomes"
+    with pytest.raises(PluginError, match=expected):
         Outcome.of("died", JOB, reason="over_quota")
 
 

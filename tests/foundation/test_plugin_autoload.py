@@ -15,7 +15,7 @@ import pytest
 
 from tests.foundation.test_plugins import install_dist
 from wurk.errors import PluginError
-from wurk.plugins import NO_AUTOLOAD_ENV, Plugins
+from wurk.plugins.manager import NO_AUTOLOAD_ENV, Plugins
 
 PROBE = textwrap.dedent(
     """

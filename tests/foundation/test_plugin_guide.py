@@ -64,7 +64,7 @@ import wurk
 pages, routes = {}, {}
 
 
-class Recorder:  # stands in for the dashboard's registry (wurk.web.WebRegistry)
+class Recorder:  # stands in for the dashboard's registry (wurk.plugins.web.WebRegistry)
     def add_page(self, path, title, render, *, nav=True):
         pages[path] = (title, render)
 

@@ -16,9 +16,9 @@ import pytest
 
 import wurk
 from tests.helpers import ROOT
-from wurk import hookspecs
 from wurk.errors import PluginError, UnknownOptionError
-from wurk.plugins import Plugins
+from wurk.plugins import hookspecs
+from wurk.plugins.manager import Plugins
 
 FEATURES = ["batches", "cron", "crypto", "limiter", "swarm", "unique", "web"]
 
@@ -214,7 +214,7 @@ def test_third_party_plugin_from_the_docs_is_discovered_through_its_entry_point(
     client.push({"class": Audited, "args": []})
     client.push({"class": Audited, "args": [], "audit": False})
     raw = fresh.redis_pool.client.lrange("queue:default", 0, -1)
-    stamped = [wurk.payload.loads(item) for item in raw]
+    stamped = [wurk.client.payload.loads(item) for item in raw]
     assert [job.get("enqueued_by") for job in reversed(stamped)] == [socket.gethostname(), None]
 
     monkeypatch.setenv("WURK_DISABLE_PLUGINS", "audit")
@@ -261,7 +261,7 @@ def test_a_plugin_built_for_an_incompatible_plugin_api_is_refused_at_load(
     tmp_path, monkeypatch, core_api, declared, upgrade
 ):
     monkeypatch.delenv("WURK_DISABLE_PLUGINS", raising=False)
-    monkeypatch.setattr(wurk.plugins, "PLUGIN_API", core_api)
+    monkeypatch.setattr(wurk.plugins.manager, "PLUGIN_API", core_api)
     site = tmp_path / "site"
     site.mkdir()
     module = install_api_plugin(site, "newer", declared)
@@ -316,8 +316,8 @@ def test_a_hand_registered_plugin_is_checked_the_same_way():
 
 
 def test_the_typed_caller_has_one_method_per_registration_and_notification_hook():
-    from wurk import hookspecs
-    from wurk.plugins import HookCaller
+    from wurk.plugins import hookspecs
+    from wurk.plugins.manager import HookCaller
 
     specs = {name.removeprefix("wurk_") for name in dir(hookspecs) if name.startswith("wurk_")}
     expected = specs - set(hookspecs.LIFECYCLE_EVENTS) - {"addhooks"}
@@ -349,11 +349,11 @@ def untyped_hook_calls(source: str) -> list[int]:
 
 
 def test_core_calls_its_hooks_only_through_the_typed_caller():
-    """Only the wrapper itself (``wurk/plugins.py``) reaches pluggy's relay."""
+    """Only the wrapper itself (``wurk/plugins/manager.py``) reaches pluggy's relay."""
     offenders = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in sorted((ROOT / "packages").glob("*/src/**/*.py"))
-        if path.relative_to(ROOT).as_posix() != "packages/wurk-core/src/wurk/plugins.py"
+        if path.relative_to(ROOT).as_posix() != "packages/wurk-core/src/wurk/plugins/manager.py"
         for number in untyped_hook_calls(path.read_text())
     ]
     assert offenders == []

@@ -9,9 +9,9 @@ import redis as redis_py
 
 import wurk_web
 from tests.helpers import new_server, wait_for
-from wurk.embedded import free_port
 from wurk.errors import RedisConnectionError
-from wurk.redis_pool import PoolTimeoutError, RedisPool, mask_url
+from wurk.redis.connection import PoolTimeoutError, RedisPool, mask_url
+from wurk.redis.servers import free_port
 
 
 def test_unreachable_server_fails_fast_with_the_url_in_the_message():
@@ -138,7 +138,7 @@ def test_username_and_password_reach_an_acl_protected_server(redis, redis_url):
 def test_sentinel_supplies_the_master_address(tmp_path):
     import subprocess
 
-    from wurk.embedded import ServerProcess
+    from wurk.redis.servers import ServerProcess
 
     primary = new_server().start()
     sentinel_port = free_port()

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from wurk.errors import ScriptError
-from wurk.scripts import Script, ScriptRegistry
+from wurk.redis.scripts import Script, ScriptRegistry
 
 _calls = itertools.count(1)
 

@@ -14,7 +14,7 @@ import pytest
 import redis as redis_py
 
 from tests.helpers import ROOT, Subprocess, wait_for
-from wurk.embedded import free_port
+from wurk.redis.servers import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
 
@@ -141,7 +141,7 @@ def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
     finally:
         demo.stop()
     output = demo.output()
-    assert "wurk -r wurk.demo" in output
+    assert "wurk -r wurk.cli.demo" in output
     assert "worker stopped: processed=" in output
     assert "server: stopped" in output
     assert not answers(url)

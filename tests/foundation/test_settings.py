@@ -12,9 +12,9 @@ import pytest
 import wurk
 import wurk_web
 from tests.foundation.test_plugins import install_dist
+from wurk.config.settings import UNSET, SettingRegistry, optional, positive_number, published_settings, whole_number
 from wurk.errors import ConfigurationError, PluginError
-from wurk.plugins import DISABLE_ENV, Plugins
-from wurk.settings import UNSET, SettingRegistry, optional, positive_number, published_settings, whole_number
+from wurk.plugins.manager import DISABLE_ENV, Plugins
 
 
 class ListHandler(logging.Handler):
@@ -260,10 +260,10 @@ def test_a_misspelt_feature_setting_is_suggested_even_without_its_plugin(capture
 def test_core_lists_no_feature_setting_and_each_distribution_publishes_what_its_plugin_declares(captured):
     """The hint that names a feature's distribution comes from that
     distribution's own metadata, and names exactly what its plugin declares."""
-    import wurk.settings
-    from wurk.options import FEATURE_OPTIONS
+    import wurk.config.settings
+    from wurk.config.options import FEATURE_OPTIONS
 
-    assert not hasattr(wurk.settings, "FEATURE_SETTINGS")
+    assert not hasattr(wurk.config.settings, "FEATURE_SETTINGS")
     config, _ = captured()
     declared = {setting.name: setting.owner for setting in config.settings if setting.owner != "wurk-core"}
     assert published_settings() == declared

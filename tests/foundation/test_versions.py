@@ -95,7 +95,7 @@ def test_a_feature_declares_the_plugin_api_it_was_built_for(name):
 
 def test_the_plugin_api_is_public_and_a_pair_of_integers():
     assert "PLUGIN_API" in wurk.__all__
-    assert wurk.PLUGIN_API == wurk.plugins.PLUGIN_API
+    assert wurk.PLUGIN_API == wurk.plugins.manager.PLUGIN_API
     assert len(wurk.PLUGIN_API) == 2
     assert all(isinstance(part, int) for part in wurk.PLUGIN_API)
 

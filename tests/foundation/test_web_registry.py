@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import wurk
-from wurk.plugins import Plugins
-from wurk.web import WebRegistry
+from wurk.plugins.manager import Plugins
+from wurk.plugins.web import WebRegistry
 
 
 class MemoryWebRegistry:

@@ -22,9 +22,9 @@ import wurk
 from tests.fuzz import values
 from tests.fuzz.fuzz_app import Echo
 from tests.fuzz.profiles import TIMEOUT
+from wurk.client.transactional import TransactionAwareClient
 from wurk.errors import WurkError
-from wurk.processor import parse_job
-from wurk.transactional import TransactionAwareClient
+from wurk.server.processor import parse_job
 
 pytestmark = pytest.mark.timeout(TIMEOUT)
 

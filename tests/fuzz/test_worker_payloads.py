@@ -38,7 +38,7 @@ pytestmark = pytest.mark.timeout(TIMEOUT)
 QUEUE = "fuzz"
 ECHO = "tests.fuzz.fuzz_app.Echo"
 FAILS = "tests.fuzz.fuzz_app.Fails"
-UNREADABLE = "wurk.fields.UnreadableJobError"
+UNREADABLE = "wurk.client.fields.UnreadableJobError"
 
 #: Examples per run: each one waits for the worker, so fewer than the profile's.
 EXAMPLES = {"ci": 12, "long": 300}[PROFILE]

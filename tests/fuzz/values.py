@@ -1,7 +1,7 @@
 """Hypothesis strategies for job arguments and options, and the oracle that
 says which values a job may carry.
 
-The oracle is written here, apart from ``wurk.payload``, so that the tests do
+The oracle is written here, apart from ``wurk.client.payload``, so that the tests do
 not grade the client by its own rules: a value is JSON-native when a JSON
 round trip gives back an equal value of the same types, which Ruby's parser
 (at most 100 levels of nesting) can also read.

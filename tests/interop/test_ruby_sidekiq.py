@@ -21,7 +21,7 @@ from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.interop import interop_app
 from tests.interop.conftest import RESULT_PREFIX, Interop
 from tests.interop.interop_app import PyDie, PyEcho, PyFail, PySlow, RubyEcho, RubyFail
-from wurk.retry import decompress_backtrace
+from wurk.server.retry import decompress_backtrace
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 

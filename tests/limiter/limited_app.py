@@ -12,7 +12,7 @@ from typing import Any
 import redis
 
 import wurk
-from wurk.middleware import ServerMiddleware
+from wurk.client.middleware import ServerMiddleware
 from wurk_limiter import Limiter
 
 

@@ -111,7 +111,7 @@ def test_delete_removes_state_metadata_and_listing(config, redis, kind):
     with limiter.within_limit(**call_kwargs(kind)):
         pass
     limiter.delete()
-    # What is left is the calling thread's write fence (wurk.fence), which is
+    # What is left is the calling thread's write fence (wurk.redis.fence), which is
     # no limiter's and expires on its own.
     assert [key for key in redis.keys("*") if not key.startswith(b"wurk:fence:")] == []
     assert Limiter.names() == []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import wurk
-from wurk.server_middleware import Expiry
+from wurk.server.builtin_middleware import Expiry
 from wurk_limiter import Limiter, LimiterMiddleware, OverLimit, Rescheduled, limiter_config
 
 

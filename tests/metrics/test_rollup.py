@@ -7,9 +7,9 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from tests.helpers import wait_for
-from wurk.leader import SERVICE, Leader
 from wurk.metrics import ExecutionTracker, MetricsRollup, Query
 from wurk.metrics.rollup import SETTLE_SECONDS
+from wurk.server.leader import SERVICE, Leader
 
 NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
 

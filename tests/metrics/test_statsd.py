@@ -9,7 +9,7 @@ import pytest
 import wurk
 from tests.helpers import wait_for
 from wurk.metrics import Statsd
-from wurk.retry import Skip
+from wurk.server.retry import Skip
 
 
 class DogStyle:

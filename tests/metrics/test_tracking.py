@@ -12,8 +12,8 @@ from tests.command_log import Command, Recorder, captured, runs
 from wurk.errors import Interrupted
 from wurk.metrics import BUCKET_BOUNDS, BUCKET_LABELS, ExecutionTracker, History, Statsd, tracker_for
 from wurk.metrics.tracking import bucket_index
-from wurk.retry import Skip
-from wurk.server_middleware import Expiry, InterruptHandler
+from wurk.server.builtin_middleware import Expiry, InterruptHandler
+from wurk.server.retry import Skip
 
 AT = datetime(2026, 11, 30, 8, 5, 42, tzinfo=UTC)
 

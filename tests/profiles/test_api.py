@@ -10,8 +10,8 @@ import time
 import pytest
 
 from tests.profiles.profile_app import Crunch
-from wurk import profiler
 from wurk.api import ProfileSet
+from wurk.server import profiler
 
 JOB = "tests.profiles.profile_app.Crunch"
 

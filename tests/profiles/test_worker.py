@@ -9,8 +9,8 @@ import pytest
 
 from tests.helpers import WorkerPool, wait_for
 from tests.profiles.profile_app import AlwaysProfiled, Crunch, Fails
-from wurk import profiler
 from wurk.api import ProfileSet
+from wurk.server import profiler
 
 FIELDS = {b"started_at", b"token", b"type", b"jid", b"filename", b"elapsed", b"data", b"size", b"format"}
 

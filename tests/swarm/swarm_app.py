@@ -13,7 +13,7 @@ import os
 import time
 
 import wurk
-from wurk.logger import build_logger
+from wurk.server.logger import build_logger
 
 EVIDENCE_ENV = "SWARM_EVIDENCE"
 

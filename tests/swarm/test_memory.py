@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import wurk
-from wurk.plugins import DISABLE_ENV
+from wurk.plugins.manager import DISABLE_ENV
 from wurk_swarm.memory import MEMORY_CHECK_INTERVAL, MemoryWatch, environment_limit_mb, memory_limit_mb, rss_kb
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs Linux /proc")

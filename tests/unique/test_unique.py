@@ -15,8 +15,8 @@ import wurk
 import wurk_crypto
 import wurk_unique
 from wurk import api, testing
-from wurk import payload as wire
-from wurk.retry import Handled, JobRetry
+from wurk.client import payload as wire
+from wurk.server.retry import Handled, JobRetry
 from wurk_unique import ConfigurationError, UniqueClient, UniqueServer
 
 
@@ -178,7 +178,7 @@ def test_a_scheduled_job_holds_its_lock_through_the_wait(unique, redis):
 
 
 def test_promotion_of_its_own_scheduled_copy_proceeds(unique, redis):
-    from wurk.scheduled import ReliableEnq
+    from wurk.server.scheduled import ReliableEnq
 
     jid = Charge.perform_in(100, 3, 3)
     [(member, _)] = redis.zrange("schedule", 0, -1, withscores=True)

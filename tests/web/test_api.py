@@ -6,8 +6,8 @@ import json
 import time
 
 import wurk
-from wurk import keys
 from wurk.api import Queue
+from wurk.redis import keys
 
 from .conftest import jid_of
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.helpers import Subprocess, wait_for
-from wurk.embedded import free_port
+from wurk.redis.servers import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
 
@@ -71,7 +71,7 @@ def test_the_demo_prints_the_dashboard_url_and_the_dashboard_shows_its_jobs(tmp_
 
         wait_for(shows_the_demo, timeout=60)
         (entry,) = httpx.get(f"{url}api/sets/retries").json()["entries"]
-        assert entry["class"] == "wurk.demo.flaky"
+        assert entry["class"] == "wurk.cli.demo.flaky"
         (process,) = httpx.get(f"{url}api/processes").json()["processes"]
         assert process["queues"] == ["critical", "default", "low"]
         demo.signal(signal.SIGINT)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import wurk_web
-from wurk import keys
+from wurk.redis import keys
 from wurk_web import mount
 
 from .live import client_for

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import wurk_web
 from tests.web.live import client_for
-from wurk import profiler
+from wurk.server import profiler
 
 HOSTILE = "<script>window.__pwned = 1</script>"
 

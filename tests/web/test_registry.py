@@ -9,9 +9,9 @@ import pytest
 
 import wurk
 import wurk_web
-from wurk import keys
 from wurk.errors import PluginError
-from wurk.web import WebError, WebRegistry, WebRequest
+from wurk.plugins.web import WebError, WebRegistry, WebRequest
+from wurk.redis import keys
 from wurk_web.registry import Dashboard
 
 from .live import client_for

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import wurk
 import wurk_web
-from wurk import keys
 from wurk.api import Queue
+from wurk.redis import keys
 
 from .conftest import failed_job
 from .live import client_for

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from wurk import keys
 from wurk.api import DeadSet, RetrySet, ScheduledSet
-from wurk.retry import compress_backtrace
+from wurk.redis import keys
+from wurk.server.retry import compress_backtrace
 
 from .conftest import failed_job, jid_of
 

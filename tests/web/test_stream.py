@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from wurk import keys
+from wurk.redis import keys
 
 
 def events(text: str) -> list[tuple[str, dict]]:

@@ -16,9 +16,9 @@ import threading
 import tests.worker.worker_app  # noqa: F401  (its timing knobs)
 import wurk
 from tests.worker.worker_app import evidence
-from wurk.component import ComponentRegistry
-from wurk.config import Config
-from wurk.runtime import Runtime
+from wurk.config.configuration import Config
+from wurk.plugins.component import ComponentRegistry
+from wurk.server.runtime import Runtime
 
 
 def record(what: str) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.helpers import WorkerPool
-from wurk.fetch import ReliableFetcher
-from wurk.identity import ProcessIdentity
+from wurk.server.fetch import ReliableFetcher
+from wurk.server.identity import ProcessIdentity
 
 FAST = {
     "TEST_POLL_INTERVAL": "0.2",

@@ -28,12 +28,12 @@ from typing import Any
 
 import wurk
 import wurk_web
-from wurk.config import Config
-from wurk.fetch import ReliableFetcher
-from wurk.identity import ProcessIdentity
-from wurk.logger import build_logger
-from wurk.loop import LoopRunner
-from wurk.redis_pool import RedisPool
+from wurk.config.configuration import Config
+from wurk.redis.connection import RedisPool
+from wurk.server.fetch import ReliableFetcher
+from wurk.server.identity import ProcessIdentity
+from wurk.server.logger import build_logger
+from wurk.server.loop import LoopRunner
 
 JOBS = 30
 ASYNC_JOBS = 10

@@ -19,8 +19,8 @@ import threading
 import tests.worker.worker_app  # noqa: F401  (its timing knobs)
 import wurk
 from tests.worker.worker_app import evidence
-from wurk.config import Config
-from wurk.leader import fenced_set, leadership
+from wurk.config.configuration import Config
+from wurk.server.leader import fenced_set, leadership
 
 
 def record(what: str) -> None:

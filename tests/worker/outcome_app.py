@@ -20,9 +20,9 @@ import redis
 
 import wurk
 from wurk.api import RetrySet
+from wurk.client.middleware import ServerMiddleware
 from wurk.errors import Interrupted
-from wurk.middleware import ServerMiddleware
-from wurk.retry import Retrier, Skip
+from wurk.server.retry import Retrier, Skip
 
 OUTCOMES = "outcomes"
 

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import wurk
-from wurk.fetch import ReliableFetcher, UnitOfWork
+from wurk.server.fetch import ReliableFetcher, UnitOfWork
 
 PARKED = threading.Event()
 RELEASE = threading.Event()

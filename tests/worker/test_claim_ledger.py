@@ -16,9 +16,9 @@ import threading
 import pytest
 
 from tests.helpers import wait_for
-from wurk.fetch import UnitOfWork
-from wurk.fetch.gate import SoloGate
-from wurk.fetch.ledger import ClaimLedger
+from wurk.server.fetch import UnitOfWork
+from wurk.server.fetch.gate import SoloGate
+from wurk.server.fetch.ledger import ClaimLedger
 
 PRIVATE = "queue:q|h|1|n|0"
 

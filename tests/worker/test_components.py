@@ -18,7 +18,7 @@ import wurk
 from tests.helpers import logged_at, wait_for
 from tests.worker.component_app import Noted
 from tests.worker.worker_app import Slow
-from wurk.component import STOP_TIMEOUT, Component, ComponentRegistry
+from wurk.plugins.component import STOP_TIMEOUT, Component, ComponentRegistry
 
 
 def lines(redis, pid: int) -> list[str]:
@@ -152,7 +152,7 @@ def test_a_wedged_component_does_not_hold_the_process_past_its_timeout(component
 
 
 def test_a_component_that_cannot_start_takes_the_started_ones_down_with_the_boot(config, redis):
-    from wurk.launcher import Launcher
+    from wurk.server.launcher import Launcher
 
     class Broken(Component):
         name = "broken"

@@ -12,8 +12,8 @@ import pytest
 
 import wurk
 from tests.helpers import wait_for
-from wurk.embedded import free_port
-from wurk.fetch import ReliableFetcher
+from wurk.redis.servers import free_port
+from wurk.server.fetch import ReliableFetcher
 
 
 class Note(wurk.Job):

@@ -39,7 +39,7 @@ import redis as redis_py
 
 from tests.helpers import ROOT, WorkerPool, new_server, server_kind, wait_for
 from tests.worker.fault_app import EVIDENCE_ENV, Killer, Note
-from wurk.embedded import ServerProcess, redis_binary, valkey_binary
+from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
 
 APP = "tests.worker.fault_app"
 FAST = {"FAULT_SCHEDULER_POLL": "0.5", "FAULT_HEARTBEAT": "0.5"}
@@ -357,7 +357,7 @@ class PidOneWorker:
 
     def __init__(self, redis_url: str, log: Path, env: dict[str, str]) -> None:
         argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
-        argv += [sys.executable, "-m", "wurk.cli", "-r", APP, "-c", "2"]
+        argv += [sys.executable, "-m", "wurk.cli.main", "-r", APP, "-c", "2"]
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
                 argv,

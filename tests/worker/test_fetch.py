@@ -12,10 +12,10 @@ import time
 import pytest
 
 from tests.helpers import wait_for
-from wurk.fetch import ReliableFetcher
-from wurk.identity import ProcessIdentity, parse_private_queue
-from wurk.reaper import Reaper
-from wurk.scheduled import Poller, cleanup_processes
+from wurk.server.fetch import ReliableFetcher
+from wurk.server.identity import ProcessIdentity, parse_private_queue
+from wurk.server.reaper import Reaper
+from wurk.server.scheduled import Poller, cleanup_processes
 
 
 def push(redis, queue, *jobs):

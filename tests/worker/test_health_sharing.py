@@ -21,9 +21,9 @@ import pytest
 
 import wurk
 from tests.helpers import Subprocess, WorkerPool, logged_at, wait_for
-from wurk.embedded import free_port
-from wurk.health import SHARE_RETRY, HealthCheck, share_port
-from wurk.launcher import Launcher
+from wurk.redis.servers import free_port
+from wurk.server.health import SHARE_RETRY, HealthCheck, share_port
+from wurk.server.launcher import Launcher
 
 WAITING = "is served by another process"
 TOOK_OVER = "health check now serving"

@@ -9,9 +9,9 @@ import pytest
 import redis as redis_py
 
 from tests.helpers import new_server
-from wurk.embedded import ServerProcess
-from wurk.heartbeat import BEAT_PAUSE, Heartbeat
-from wurk.launcher import Launcher
+from wurk.redis.servers import ServerProcess
+from wurk.server.heartbeat import BEAT_PAUSE, Heartbeat
+from wurk.server.launcher import Launcher
 
 
 @pytest.fixture

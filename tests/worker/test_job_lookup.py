@@ -14,9 +14,9 @@ import pytest
 
 import wurk
 from tests.helpers import WorkerPool, wait_for
-from wurk import boot
+from wurk.cli import boot
+from wurk.client.registry import UnknownJobError
 from wurk.errors import ConfigurationError
-from wurk.registry import UnknownJobError
 
 PROBES = ("lkp_allowed", "lkp_outside")
 
@@ -194,7 +194,7 @@ def test_a_payload_cannot_make_a_worker_import_a_module(lookup_workers, redis, t
     assert not redis.hexists("executions", "duck")
     entries = retry_entries(redis)
     for name in ("this.Nope", "lookup_side_effect.Nope"):
-        assert entries[name]["error_class"] == "wurk.registry.UnknownJobError"
+        assert entries[name]["error_class"] == "wurk.client.registry.UnknownJobError"
         assert "nothing was imported" in entries[name]["error_message"]
         assert "imports only from tests" in entries[name]["error_message"]
     assert "not a wurk.Job subclass" in entries["tests.worker.lookup_app.DuckJob"]["error_message"]
@@ -223,7 +223,7 @@ def test_job_packages_let_a_worker_import_its_jobs_on_first_use(lookup_workers, 
     worker = lookup_workers.start("-c", "1", env={"TEST_JOB_PACKAGES": "lazyjobs"})
     wait_for(lambda: redis.hget("executions", "paid") == b"1" and redis.zcard("retry") == 1, timeout=30)
     failed = retry_entries(redis)["lazyjobs.broken.Job"]
-    assert failed["error_class"] == "wurk.registry.UnknownJobError"
+    assert failed["error_class"] == "wurk.client.registry.UnknownJobError"
     assert "No module named 'lazy_missing_dependency'" in failed["error_message"]
     worker.stop()
 

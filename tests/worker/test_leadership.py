@@ -1,6 +1,6 @@
 """Leadership both ways: gained and lost, asked for at any moment, fenced.
 
-The first tests drive :class:`wurk.leader.Leader` objects in this process on
+The first tests drive :class:`wurk.server.leader.Leader` objects in this process on
 the test server; the rest run real workers (``tests.worker.leader_app``) with
 fast elections, pause one with SIGSTOP, and read the events they recorded.
 """
@@ -19,8 +19,8 @@ import pytest
 import wurk
 from tests.helpers import WorkerPool, wait_for
 from tests.worker.conftest import FAST
-from wurk.identity import ProcessIdentity
-from wurk.leader import NOT_LEADING, SERVICE, Leader, Leadership, fenced_set, leadership
+from wurk.server.identity import ProcessIdentity
+from wurk.server.leader import NOT_LEADING, SERVICE, Leader, Leadership, fenced_set, leadership
 
 ELECTION = {"TEST_LEADER_TTL": "2", "TEST_LEADER_RENEW": "0.5", "TEST_LEADER_FOLLOWER": "0.5"}
 

@@ -12,7 +12,7 @@ import wurk
 import wurk.api
 from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.worker.worker_app import Record, Slow
-from wurk.cli import build
+from wurk.cli.main import build
 
 
 def run(config, *args):
@@ -134,7 +134,7 @@ def ask_on_a_terminal(redis_url, answer):
 
     leader, follower = pty.openpty()
     env = {**os.environ, "REDIS_URL": redis_url}
-    command = [sys.executable, "-m", "wurk.cli", "kill-all", "retry"]
+    command = [sys.executable, "-m", "wurk.cli.main", "kill-all", "retry"]
     child = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env)
     os.close(follower)
     seen = b""

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-import wurk.outcomes
+import wurk.plugins.outcomes
 from tests.helpers import Subprocess, WorkerPool, wait_for
 from tests.worker import outcome_app
 from tests.worker.outcome_app import (
@@ -27,9 +27,9 @@ from tests.worker.outcome_app import (
     StopsOnce,
 )
 from wurk.api import DeadSet, RetrySet
-from wurk.identity import ProcessIdentity
-from wurk.reaper import RECOVERY_THRESHOLD, Reaper
-from wurk.retry import Retrier, death_reason
+from wurk.server.identity import ProcessIdentity
+from wurk.server.reaper import RECOVERY_THRESHOLD, Reaper
+from wurk.server.retry import Retrier, death_reason
 
 
 @pytest.fixture
@@ -210,4 +210,4 @@ def test_the_retrier_books_with_cores_rules(config, redis, listening):
 def test_nobody_listening_costs_nothing_but_a_cached_flag(config):
     config = wurk.Config(disabled_plugins=["batches"])  # the one feature plugin that listens
     assert Retrier(config)._retry.listening is False
-    assert wurk.outcomes.listening(config) is False
+    assert wurk.plugins.outcomes.listening(config) is False

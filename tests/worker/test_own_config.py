@@ -25,8 +25,8 @@ import wurk_unique
 from tests.crypto.keys import pusher_resolver
 from tests.helpers import new_server, wait_for
 from wurk import testing
-from wurk.embedded import ServerProcess
-from wurk.plugins import DISABLE_ENV
+from wurk.plugins.manager import DISABLE_ENV
+from wurk.redis.servers import ServerProcess
 from wurk_batches import Batch
 from wurk_crypto import envelope
 

@@ -18,7 +18,7 @@ import pytest
 
 import wurk
 from tests.helpers import ROOT
-from wurk.scheduled import Enq, ReliableEnq
+from wurk.server.scheduled import Enq, ReliableEnq
 
 FIXTURE = ROOT / "tests" / "fixtures" / "sidekiq-8.1.7" / "job-enqueued-by-scheduler.json"
 JID = "c0fbec6f2389096dc6818bd6"

@@ -19,10 +19,10 @@ import wurk
 from tests.helpers import WorkerPool, new_server, wait_for
 from tests.worker.writer_app import Booked
 from wurk import testing
-from wurk.outage import NotReplayableError
-from wurk.scheduled import Enq, ReliableEnq, _Fence
-from wurk.transactional import TransactionAwareClient
-from wurk.writers import PROMOTE, PUSH, PushWriter, PushWriterRegistry, core_commands
+from wurk.client.outage import NotReplayableError
+from wurk.client.transactional import TransactionAwareClient
+from wurk.client.writers import PROMOTE, PUSH, PushWriter, PushWriterRegistry, core_commands
+from wurk.server.scheduled import Enq, ReliableEnq, _Fence
 
 Payload = dict[str, Any]
 

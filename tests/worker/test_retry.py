@@ -10,8 +10,8 @@ import pytest
 
 import wurk
 from wurk.errors import Shutdown
-from wurk.retry import Handled, JobRetry, decompress_backtrace, default_delay
-from wurk.server_middleware import current_jobstr
+from wurk.server.builtin_middleware import current_jobstr
+from wurk.server.retry import Handled, JobRetry, decompress_backtrace, default_delay
 
 
 class Plain(wurk.Job):

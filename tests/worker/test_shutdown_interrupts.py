@@ -22,11 +22,11 @@ import pytest
 from tests.helpers import claimed_jobs, wait_for
 from tests.worker import shutdown_app
 from tests.worker.shutdown_app import DiesAtOnce, ParkingFetcher, RetriesLater, Spins, Succeeds
-from wurk import manager as manager_module
-from wurk.identity import ProcessIdentity
-from wurk.loop import LoopRunner
-from wurk.manager import Manager
-from wurk.processor import ProcessStats
+from wurk.server import manager as manager_module
+from wurk.server.identity import ProcessIdentity
+from wurk.server.loop import LoopRunner
+from wurk.server.manager import Manager
+from wurk.server.processor import ProcessStats
 
 
 @pytest.fixture

@@ -105,7 +105,7 @@ def test_a_job_with_a_malformed_field_is_a_dead_entry_that_says_why(worker, redi
     assert entry["args"] == ["marker"]
     if field != "failed_at":  # a dead entry's failed_at is when it was found
         assert entry[field] == value
-    assert entry["error_class"] == "wurk.fields.UnreadableJobError"
+    assert entry["error_class"] == "wurk.client.fields.UnreadableJobError"
     assert f"the field {field!r}" in entry["error_message"]
     assert isinstance(entry["failed_at"], int)
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tests.helpers import WorkerPool, new_server, wait_for
 from tests.worker.conftest import FAST
 from tests.worker.worker_app import Boom, Record
-from wurk.cli import build
+from wurk.cli.main import build
 
 #: The default 10-second heartbeat instead of the suite's fast one: what is
 #: checked here must not wait for the next beat.

@@ -281,7 +281,7 @@ def test_a_workers_counters_and_metrics_are_the_commands_sidekiq_sent(wire_worke
 
     # Counters: every flush is Sidekiq's six commands in Sidekiq's order. Wurk
     # flushes them within a second of a job ending rather than once per 10 s
-    # beat (wurk.heartbeat, docs/interop.md), so the six jobs may span several flushes.
+    # beat (wurk.server.heartbeat, docs/interop.md), so the six jobs may span several flushes.
     flushes = stat_flushes(ours)
     assert flushes
     sums = {"stat:processed": 0, "stat:failed": 0}

@@ -9,7 +9,7 @@ import time
 import wurk
 from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.worker.worker_app import AsyncRecord, Boom, DeadNow, Killer, NoRetry, Record, Slow, TenantRecord
-from wurk.retry import decompress_backtrace
+from wurk.server.retry import decompress_backtrace
 
 
 def executions(redis) -> dict[str, int]:
@@ -201,7 +201,7 @@ def test_scheduled_jobs_are_promoted_by_the_poller(workers, redis):
 
 def test_the_reliable_scheduler_promotes_in_one_script(config, redis):
     config.reliable_scheduler()
-    from wurk.scheduled import Poller
+    from wurk.server.scheduled import Poller
 
     for n in range(1203):
         redis.zadd("schedule", {json.dumps({"class": "X", "queue": "bulk", "args": [n], "jid": str(n)}): 1.0})
@@ -323,7 +323,7 @@ def test_usr2_reopens_a_log_file_after_rotation(workers, redis, tmp_path):
     app = tmp_path / "logging_app.py"
     app.write_text(
         "import wurk\n"
-        "from wurk.logger import build_logger\n"
+        "from wurk.server.logger import build_logger\n"
         f"@wurk.configure_server\ndef to_file(config):\n    config.logger = build_logger({str(log)!r})\n"
         "from tests.worker.worker_app import *  # noqa\n"
     )

@@ -15,7 +15,7 @@ import time
 import redis
 
 import wurk
-from wurk.middleware import ServerMiddleware
+from wurk.client.middleware import ServerMiddleware
 
 
 def evidence() -> redis.Redis:

@@ -17,8 +17,8 @@ from typing import Any
 
 import wurk
 from tests.worker.worker_app import evidence
-from wurk.redis_pool import RedisPool
-from wurk.writers import PushWriter
+from wurk.client.writers import PushWriter
+from wurk.redis.connection import RedisPool
 
 
 class LedgerWriter(PushWriter):

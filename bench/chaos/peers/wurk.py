@@ -35,7 +35,7 @@ class WurkPeer(Peer):
         return wurk.__version__
 
     def worker(self, index: int, *, swarm: bool = False) -> WorkerSpec:
-        module = "wurk_swarm" if swarm else "wurk.cli"
+        module = "wurk_swarm" if swarm else "wurk.cli.main"
         argv = [self.python(), "-m", module, "-r", "chaos.jobs", "-q", "default", "-c", str(self.concurrency)]
         env = {"CHAOS_CRON": "1"}
         if swarm:

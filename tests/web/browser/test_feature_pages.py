@@ -17,8 +17,8 @@ import wurk_web
 from tests.batches.jobs import Done, Row
 from tests.web.browser.test_pages import ARTIFACTS, XSS, browser, ready, shot
 from tests.web.live import serving
-from wurk import keys
 from wurk.api import RetrySet, ScheduledSet
+from wurk.redis import keys
 from wurk_batches import Batch
 from wurk_batches.books import Books
 from wurk_cron import Manager

@@ -18,10 +18,10 @@ import wurk_web
 from tests.helpers import ROOT
 from tests.web.conftest import failed_job, jid_of
 from tests.web.live import serving
-from wurk import keys
 from wurk.api import DeadSet, RetrySet, ScheduledSet
 from wurk.metrics import keys as metric_keys
-from wurk.retry import compress_backtrace
+from wurk.redis import keys
+from wurk.server.retry import compress_backtrace
 
 pytestmark = pytest.mark.browser
 

@@ -12,7 +12,7 @@ import pytest
 import wurk_web
 from tests.web.browser.test_pages import ARTIFACTS, XSS, browser  # noqa: F401 (the browser fixture)
 from tests.web.live import serving
-from wurk import profiler
+from wurk.server import profiler
 
 pytestmark = pytest.mark.browser
 

@@ -31,8 +31,9 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 import wurk
-from wurk import fence, testing
-from wurk import payload as wire
+from wurk import testing
+from wurk.client import payload as wire
+from wurk.redis import fence
 from wurk_batches import context, keys
 from wurk_batches import status as statuses
 from wurk_batches.books import Books

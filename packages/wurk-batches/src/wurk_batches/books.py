@@ -20,10 +20,11 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import wurk
-from wurk import fence, testing
-from wurk import keys as core_keys
-from wurk import payload as wire
+from wurk import testing
+from wurk.client import payload as wire
 from wurk.errors import LostReplyError
+from wurk.redis import fence
+from wurk.redis import keys as core_keys
 from wurk_batches import keys
 from wurk_batches.constants import (
     CALLBACK_JOB,
@@ -34,7 +35,7 @@ from wurk_batches.constants import (
 )
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ the dead set on its first attempt; errors raised by the callback's own body
 keep the normal retries.
 
 Which modules a target may import follows core's rule for job classes
-(:mod:`wurk.registry`): a payload read from Redis must not decide what a
+(:mod:`wurk.client.registry`): a payload read from Redis must not decide what a
 worker imports. A target resolves when its module is already imported, or
 lies in a package the worker allows (the ``-r`` application's package,
 ``job_packages``, ``config.jobs.allow``).
@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 import wurk
-from wurk import payload as wire
+from wurk.client import payload as wire
 from wurk_batches.constants import CALLBACK_JOB, EMPTY_JOB
 
 _DOTTED = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+"

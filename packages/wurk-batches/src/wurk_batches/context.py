@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wurk.redis_pool import RedisPool
+    from wurk.redis.connection import RedisPool
     from wurk_batches.batch import Batch
 
 

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 from wurk.api import JobRecord, Search
 from wurk.api.paging import page_by_score
 from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
-from wurk.web import WebError, WebRegistry, WebRequest, script_view
+from wurk.plugins.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_batches import keys
 from wurk_batches.status import Status
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 STATIC = Path(__file__).parent / "static"
 SCRIPTS = ("/static/batches/batches.js",)

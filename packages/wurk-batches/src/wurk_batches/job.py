@@ -2,7 +2,7 @@
 
 Core puts only ``jid`` on a running job: in a worker, the batch server
 middleware sets ``bid`` on every batched job, and this mixin also reads it
-from the running payload (``wurk.server_middleware.current_job``), so
+from the running payload (``wurk.server.builtin_middleware.current_job``), so
 ``bid`` and ``batch`` work in inline mode too, where that middleware does
 not run. The batch itself, and whether it is still valid, come from this
 mixin, since core knows nothing about batches::
@@ -20,7 +20,7 @@ on the job are the way in.
 
 from __future__ import annotations
 
-from wurk.server_middleware import current_job
+from wurk.server.builtin_middleware import current_job
 from wurk_batches.batch import Batch
 
 

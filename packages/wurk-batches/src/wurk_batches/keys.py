@@ -87,7 +87,7 @@ def marker(bid: str, event: str) -> str:
 def removal_receipt(token: str) -> str:
     """STRING ``<seq>:<removed>``: how many jids one thread's last
     ``remove_jobs`` call took out, kept as long as its write fence
-    (``wurk.fence``), so that the call sent again after a lost reply answers
+    (``wurk.redis.fence``), so that the call sent again after a lost reply answers
     that number instead of 0. Ours alone: Sidekiq Pro has no such key."""
     return f"wurk:batch-removed:{token}"
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import wurk
 from wurk.errors import Interrupted, Shutdown
-from wurk.retry import Handled, caused_by_shutdown
+from wurk.server.retry import Handled, caused_by_shutdown
 from wurk_batches.books import Books, counted_under_testing, testing_opt_in
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from wurk.errors import ConfigurationError
-from wurk.hookspecs import hookimpl
-from wurk.server_middleware import InterruptHandler
+from wurk.plugins.hookspecs import hookimpl
+from wurk.server.builtin_middleware import InterruptHandler
 
 # Importing the package defines its jobs (CallbackJob, Empty), so a worker
 # that loads the plugin can run them without importing anything else.
@@ -27,13 +27,13 @@ from wurk_batches.middleware import ServerMiddleware
 from wurk_batches.writer import BatchWriter
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
-    from wurk.outcomes import Outcome
-    from wurk.scripts import ScriptRegistry
-    from wurk.settings import SettingRegistry
-    from wurk.web import WebRegistry
-    from wurk.writers import PushWriterRegistry
+    from wurk.client.middleware import Chain
+    from wurk.client.writers import PushWriterRegistry
+    from wurk.config.configuration import Config
+    from wurk.config.settings import SettingRegistry
+    from wurk.plugins.outcomes import Outcome
+    from wurk.plugins.web import WebRegistry
+    from wurk.redis.scripts import ScriptRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).

@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk import fence
-from wurk import keys as core_keys
-from wurk import payload as wire
-from wurk.writers import PUSH, PushWriter, push_core
+from wurk.client import payload as wire
+from wurk.client.writers import PUSH, PushWriter, push_core
+from wurk.redis import fence
+from wurk.redis import keys as core_keys
 from wurk_batches import context
 from wurk_batches import keys as bkeys
 from wurk_batches.constants import DEFAULT_EXPIRY_SECONDS
 from wurk_batches.middleware import counted_under_testing
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 Payload = dict[str, Any]
 
@@ -117,7 +117,7 @@ def push_jobs(config: Config, pool: RedisPool, bid: str, jobs: list[Payload], *,
     ``queue=False`` the jobs are counted and registered but not written
     (a testing mode runs or holds them instead).
 
-    The call is fenced (``wurk.fence``): sent again after a lost reply, it
+    The call is fenced (``wurk.redis.fence``): sent again after a lost reply, it
     pushes and counts nothing more (and answers 0)."""
     ticket = fence.ticket()
     keys = [bkeys.batch(bid), bkeys.jids(bid), bkeys.died(bid), core_keys.QUEUES, core_keys.SCHEDULE, ticket.key]

@@ -3,10 +3,12 @@ Sidekiq's Redis protocol, so Python and Ruby processes can share one Redis."""
 
 from wurk import testing
 from wurk._version import __version__
-from wurk.client import Client
-from wurk.component import Component
-from wurk.config import Config
-from wurk.defaults import (
+from wurk.client.job import Job, job
+from wurk.client.middleware import Chain, ClientMiddleware, ServerMiddleware
+from wurk.client.payload import ComplexArgumentError, InvalidJobError
+from wurk.client.push import Client
+from wurk.config.configuration import Config
+from wurk.config.defaults import (
     configure_client,
     configure_server,
     current_capsule,
@@ -14,7 +16,6 @@ from wurk.defaults import (
     default_config,
     set_default_config,
 )
-from wurk.embed import configure_embed
 from wurk.errors import (
     ConfigurationError,
     CursorError,
@@ -28,12 +29,11 @@ from wurk.errors import (
     UnknownOptionError,
     WurkError,
 )
-from wurk.hookspecs import hookimpl, hookspec
 from wurk.iterable import IterableJob
-from wurk.job import Job, job
-from wurk.middleware import Chain, ClientMiddleware, ServerMiddleware
-from wurk.payload import ComplexArgumentError, InvalidJobError
-from wurk.plugins import PLUGIN_API
+from wurk.plugins.component import Component
+from wurk.plugins.hookspecs import hookimpl, hookspec
+from wurk.plugins.manager import PLUGIN_API
+from wurk.server.embedded import configure_embed
 
 __all__ = [
     "PLUGIN_API",

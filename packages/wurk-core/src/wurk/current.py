@@ -1,6 +1,6 @@
 """Which configuration runs the code in this context.
 
-A process may run more than one :class:`~wurk.config.Config`: an embedded
+A process may run more than one :class:`~wurk.config.configuration.Config`: an embedded
 worker beside the application's own, two applications, a test's worker next
 to the process default. Code on a worker's path must therefore never reach
 for the process default (:func:`wurk.default_config`): it would read and
@@ -29,8 +29,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wurk.capsule import Capsule
-    from wurk.config import Config
+    from wurk.config.capsule import Capsule
+    from wurk.config.configuration import Config
 
 #: The configuration running the code in this context; unset outside a worker.
 running_config: ContextVar[Config | None] = ContextVar("wurk_running_config", default=None)

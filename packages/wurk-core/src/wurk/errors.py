@@ -31,7 +31,7 @@ class RedisConnectionError(WurkError, ConnectionError):
     """
 
     #: A fenced write that gave up with this error and may have been applied
-    #: (a ``wurk.fence.Unsettled``), for whoever writes it again later.
+    #: (a ``wurk.redis.fence.Unsettled``), for whoever writes it again later.
     unsettled: Any = None
 
     def __init__(self, url: str, cause: BaseException) -> None:

@@ -28,7 +28,7 @@ from wurk_cron.registry import LoopSet
 from wurk_cron.tester import ConfigTester
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 try:
     # This distribution's own version, not core's: they are released apart.

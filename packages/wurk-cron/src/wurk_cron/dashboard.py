@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
-from wurk.web import WebError, WebRegistry, WebRequest, script_view
+from wurk.plugins.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_cron import keys
 from wurk_cron.firing import enqueue_now, history, pause, unpause
 from wurk_cron.loop import Loop
@@ -32,7 +32,7 @@ from wurk_cron.parser import Parser
 from wurk_cron.registry import LoopSet, decode_fields
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 STATIC = Path(__file__).parent / "static"
 SCRIPTS = ("/static/cron/cron.js",)

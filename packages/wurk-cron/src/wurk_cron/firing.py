@@ -25,9 +25,10 @@ import importlib
 import time
 from typing import TYPE_CHECKING, Any
 
-from wurk import Client, fence
-from wurk import keys as core_keys
-from wurk.registry import UnknownJobError
+from wurk import Client
+from wurk.client.registry import UnknownJobError
+from wurk.redis import fence
+from wurk.redis import keys as core_keys
 from wurk_cron import keys
 from wurk_cron.loop import DEFAULT_QUEUE, Loop, history_row, parse_history_row
 from wurk_cron.manager import periodic_service
@@ -37,7 +38,7 @@ from wurk_cron.registry import LoopSet
 if TYPE_CHECKING:
     import redis
 
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["advance", "enqueue", "enqueue_now", "fire", "history", "pause", "resolve_target", "unpause"]
 

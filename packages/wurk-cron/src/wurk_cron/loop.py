@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from wurk_cron import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["DEFAULT_QUEUE", "Loop", "loop_id"]
 

@@ -23,14 +23,14 @@ from collections.abc import Callable, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
-from wurk import payload as wire
+from wurk.client import payload as wire
 from wurk_cron.loop import Loop, loop_id
 from wurk_cron.parser import Parser
 from wurk_cron.registry import prune, write_loop
 from wurk_cron.zones import TzSpec, ZoneResolver, zone_name
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["SERVICE", "Manager", "Periodic", "periodic_service"]
 

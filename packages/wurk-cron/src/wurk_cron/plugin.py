@@ -14,21 +14,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wurk.config.settings import positive_number
 from wurk.errors import ConfigurationError
-from wurk.hookspecs import hookimpl
-from wurk.settings import positive_number
+from wurk.plugins.hookspecs import hookimpl
 from wurk_cron.manager import SERVICE, Periodic, periodic_service
 from wurk_cron.poller import Poller
 
 if TYPE_CHECKING:
     import click
 
-    from wurk.component import ComponentRegistry
-    from wurk.config import Config
-    from wurk.runtime import Runtime
-    from wurk.scripts import ScriptRegistry
-    from wurk.settings import SettingRegistry
-    from wurk.web import WebRegistry
+    from wurk.config.configuration import Config
+    from wurk.config.settings import SettingRegistry
+    from wurk.plugins.component import ComponentRegistry
+    from wurk.plugins.web import WebRegistry
+    from wurk.redis.scripts import ScriptRegistry
+    from wurk.server.runtime import Runtime
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).

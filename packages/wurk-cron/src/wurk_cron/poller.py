@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wurk.component import Component
-from wurk.leader import leadership
+from wurk.plugins.component import Component
+from wurk.server.leader import leadership
 from wurk_cron import keys
 from wurk_cron.firing import advance, enqueue, record
 from wurk_cron.loop import Loop
@@ -29,7 +29,7 @@ from wurk_cron.parser import Parser
 from wurk_cron.registry import LoopSet, decode_fields
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["LATE_AFTER", "Poller"]
 

@@ -19,7 +19,7 @@ from wurk_cron.loop import Loop, canonical_options
 if TYPE_CHECKING:
     import redis
 
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["LoopSet", "prune", "reset", "unregister", "write_loop"]
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wurk.registry import UnknownJobError
+from wurk.client.registry import UnknownJobError
 from wurk_cron.firing import resolve_target
 from wurk_cron.manager import Manager
 from wurk_cron.registry import LoopSet, unregister
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["ConfigTester"]
 

@@ -19,8 +19,8 @@ from wurk_crypto.keyring import Resolver, Version
 from wurk_crypto.middleware import DecryptServer, EncryptClient
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
+    from wurk.client.middleware import Chain
+    from wurk.config.configuration import Config
 
 #: The plugin's entry-point name, as ``WURK_DISABLE_PLUGINS`` spells it.
 PLUGIN = "crypto"
@@ -37,7 +37,7 @@ def enable(active_version: Version, resolver: Resolver, *, config: Config | None
     plugins already loaded (an embedded worker's built before this call);
     others get the middleware when they load their plugins.
     """
-    from wurk.defaults import current_config
+    from wurk.config.defaults import current_config
 
     keyring.use(active_version, resolver)
     config = config or current_config()

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wurk import payload as wire
-from wurk.middleware import ClientMiddleware, ServerMiddleware
-from wurk.retry import Handled, Retrier, booked_payload
+from wurk.client import payload as wire
+from wurk.client.middleware import ClientMiddleware, ServerMiddleware
+from wurk.server.retry import Handled, Retrier, booked_payload
 from wurk_crypto import envelope, keyring
 from wurk_crypto.errors import DecryptionError, EncryptionKeyError
 

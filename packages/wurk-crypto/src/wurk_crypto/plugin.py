@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wurk.hookspecs import hookimpl
+from wurk.plugins.hookspecs import hookimpl
 from wurk_crypto import activation
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
-    from wurk.options import OptionRegistry
+    from wurk.client.middleware import Chain
+    from wurk.config.configuration import Config
+    from wurk.config.options import OptionRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).

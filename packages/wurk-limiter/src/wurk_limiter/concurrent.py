@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import wurk
-from wurk import fence
+from wurk.redis import fence
 from wurk_limiter import checks, keys
 from wurk_limiter.handle import Attempt, Handle, Request
 from wurk_limiter.limiter import Limiter, call_token, count_once, number, server_read

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 import wurk
-from wurk import fence
+from wurk.redis import fence
 from wurk_limiter import checks, keys
 from wurk_limiter.handle import Attempt, Request
 from wurk_limiter.limiter import Limiter, call_token, number, server_read

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wurk.web import WebError, WebRegistry, WebRequest, script_view
+from wurk.plugins.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_limiter import keys
 from wurk_limiter.concurrent import COUNTERS, Concurrent
 from wurk_limiter.counting import Bucket, Window
@@ -31,7 +31,7 @@ from wurk_limiter.limiter import Limiter
 from wurk_limiter.settings import limiter_config
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 STATIC = Path(__file__).parent / "static"
 PAGE_LIMIT = 25

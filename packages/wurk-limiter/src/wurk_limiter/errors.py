@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wurk.retry import Skip
+from wurk.server.retry import Skip
 
 if TYPE_CHECKING:
     from wurk_limiter.limiter import Limiter

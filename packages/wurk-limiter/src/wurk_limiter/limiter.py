@@ -31,9 +31,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 import wurk
-from wurk import fence
 from wurk.errors import LostReplyError
-from wurk.redis_pool import RedisPool
+from wurk.redis import fence
+from wurk.redis.connection import RedisPool
 from wurk_limiter import checks, keys
 from wurk_limiter.admission import Admission
 from wurk_limiter.errors import OverLimit

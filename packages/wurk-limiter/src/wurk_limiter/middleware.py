@@ -23,10 +23,10 @@ from collections.abc import Callable
 from typing import Any
 
 import wurk
-from wurk import payload as wire
-from wurk.middleware import ServerMiddleware
-from wurk.outcomes import add_reason
-from wurk.retry import Retrier, booked_payload, error_class_name, error_message
+from wurk.client import payload as wire
+from wurk.client.middleware import ServerMiddleware
+from wurk.plugins.outcomes import add_reason
+from wurk.server.retry import Retrier, booked_payload, error_class_name, error_message
 from wurk_limiter.errors import OverLimit, Rescheduled
 from wurk_limiter.limiter import DEFAULT_RESCHEDULE, Limiter
 from wurk_limiter.settings import LimiterConfig, limiter_config

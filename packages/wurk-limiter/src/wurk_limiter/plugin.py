@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import wurk
-from wurk.middleware import Chain
-from wurk.scripts import ScriptRegistry
-from wurk.server_middleware import Expiry
-from wurk.web import WebRegistry
+from wurk.client.middleware import Chain
+from wurk.plugins.web import WebRegistry
+from wurk.redis.scripts import ScriptRegistry
+from wurk.server.builtin_middleware import Expiry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 6)  # wurk.outcomes.add_reason
+WURK_PLUGIN_API = (1, 6)  # wurk.plugins.outcomes.add_reason
 
 
 @wurk.hookimpl

@@ -18,7 +18,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 import wurk
-from wurk.redis_pool import RedisPool
+from wurk.redis.connection import RedisPool
 from wurk_limiter import checks
 from wurk_limiter.errors import OverLimit
 
@@ -40,7 +40,7 @@ class LimiterConfig:
     ``redis``: ``None`` shares the configuration's pool; a dict (``size``,
     default 10, plus connection options such as ``url``) builds a dedicated
     pool, so limiter traffic cannot starve fetching; or a built
-    ``wurk.redis_pool.RedisPool``.
+    ``wurk.redis.connection.RedisPool``.
 
     ``errors``: exception classes the middleware treats exactly like
     :class:`OverLimit` (a client library's "429" error), OverLimit included.

@@ -1,6 +1,6 @@
 """A swarm child: what a freshly forked worker process does until it exits.
 
-By the time :func:`run_child` runs, :mod:`wurk.forking` has already reset
+By the time :func:`run_child` runs, :mod:`wurk.server.forking` has already reset
 every configuration (the parent's sockets dropped, locks replaced) and fired
 ``fork``. The child then:
 
@@ -14,7 +14,7 @@ every configuration (the parent's sockets dropped, locks replaced) and fired
 4. traps ``TERM``/``INT`` (stop), ``TSTP`` (quiet), ``USR2`` (reopen logs) and
    ``USR1`` as an explicit no-op: rolling restarts are the parent's business,
    and a stray ``USR1`` must not kill a child mid-job;
-5. runs a :class:`wurk.launcher.Launcher`, booting quiet when the swarm is
+5. runs a :class:`wurk.server.launcher.Launcher`, booting quiet when the swarm is
    quiet (sticky quiet: a respawn never resumes fetching behind the
    operator's back);
 6. writes one byte to its heartbeat pipe at its first heartbeat, which is how
@@ -33,13 +33,13 @@ import signal
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from wurk import boot
-from wurk.launcher import Launcher
-from wurk.logger import reopen
-from wurk.redis_pool import mask_url
+from wurk.cli import boot
+from wurk.redis.connection import mask_url
+from wurk.server.launcher import Launcher
+from wurk.server.logger import reopen
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
     from wurk_swarm.topology import Assignment
 
 #: Exit status of a child that could not reach Redis at boot.

@@ -1,7 +1,7 @@
 """``wurkswarm`` (alias ``sidekiqswarm``) and ``wurk swarm``: the swarm's command line.
 
-The flags are ``wurk``'s own (:data:`wurk.cli.WORKER_OPTIONS`) and boot the
-same way (:mod:`wurk.boot`): flags over the config file, then the app is
+The flags are ``wurk``'s own (:data:`wurk.cli.main.WORKER_OPTIONS`) and boot the
+same way (:mod:`wurk.cli.boot`): flags over the config file, then the app is
 imported, once, in the parent. What differs is what comes after: the parent
 does not talk to Redis (each child PINGs it and runs the server checks
 itself, so a swarm started before its Redis crash-loops its children rather
@@ -19,12 +19,13 @@ from typing import Any
 import click
 import redis
 
-from wurk import boot, env
-from wurk.cli import CONTEXT_SETTINGS, WORKER_OPTIONS, explain
-from wurk.config import Config
-from wurk.defaults import default_config, enter_server_mode
+from wurk.cli import boot
+from wurk.cli.main import CONTEXT_SETTINGS, WORKER_OPTIONS, explain
+from wurk.config import env
+from wurk.config.configuration import Config
+from wurk.config.defaults import default_config, enter_server_mode
 from wurk.errors import WurkError
-from wurk.health import share_port
+from wurk.server.health import share_port
 from wurk_swarm import __version__
 from wurk_swarm.supervisor import Supervisor
 from wurk_swarm.topology import configured

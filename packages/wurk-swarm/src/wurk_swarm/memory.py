@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from wurk import env
+from wurk.config import env
 
 __all__ = ["MEMORY_CHECK_INTERVAL", "MemoryWatch", "environment_limit_mb", "memory_limit_mb", "rss_kb"]
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wurk.hookspecs import hookimpl
-from wurk.settings import optional, positive_number, whole_number
+from wurk.config.settings import optional, positive_number, whole_number
+from wurk.plugins.hookspecs import hookimpl
 from wurk_swarm.memory import environment_limit_mb
 
 if TYPE_CHECKING:
     import click
 
-    from wurk.settings import SettingRegistry
+    from wurk.config.settings import SettingRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).

@@ -7,7 +7,7 @@ parent holds no Redis connection: its pools are closed before every fork, and
 a child reports its first heartbeat through a pipe created before the fork.
 
 Everything runs on one thread, at a 0.2 s tick, and never blocks: signals
-become names on a queue (as in :mod:`wurk.runner`), exits are collected with
+become names on a queue (as in :mod:`wurk.server.runner`), exits are collected with
 ``waitpid(pid, WNOHANG)`` for our own pids only (as PID 1 in a container,
 reparented grandchildren are not ours to reap), and the rolling-restart
 machine (:mod:`wurk_swarm.restart`) advances one phase per tick, so a ``TERM``
@@ -44,13 +44,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wurk.logger import reopen
+from wurk.server.logger import reopen
 from wurk_swarm.child import run_child
 from wurk_swarm.memory import MEMORY_CHECK_INTERVAL, MemoryWatch, memory_limit_mb
 from wurk_swarm.restart import RollingRestart
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
     from wurk_swarm.topology import Topology
 
 __all__ = ["HANDLED", "TICK", "Supervisor"]

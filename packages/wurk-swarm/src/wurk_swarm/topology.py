@@ -31,11 +31,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wurk.capsule import parse_queue
+from wurk.config.capsule import parse_queue
 from wurk.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 __all__ = ["Assignment", "Slot", "Topology", "check_topology", "configured", "cpu_count", "process_count"]
 

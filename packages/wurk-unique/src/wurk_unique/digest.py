@@ -24,12 +24,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wurk.api.record import ACTIVE_JOB_WRAPPERS, DJANGO_TASK_WRAPPERS
+from wurk.client.registry import defined_job_class
 from wurk.errors import ConfigurationError
-from wurk.registry import defined_job_class
 from wurk_unique import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 #: The name of the classmethod a job class defines to choose its own context.
 CONTEXT_HOOK = "unique_context"

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from wurk import payload as wire
+from wurk.client import payload as wire
 from wurk.errors import ConfigurationError as WurkConfigurationError
 from wurk_unique import digest, keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 Until = Literal["success", "start"]
 
@@ -67,7 +67,7 @@ def root_config(config: Any) -> Config:
     or, for a chain built without one, the configuration running this code
     (see :func:`wurk.current_config`)."""
     if config is None:
-        from wurk.defaults import current_config
+        from wurk.config.defaults import current_config
 
         return current_config()
     return getattr(config, "config", None) or config

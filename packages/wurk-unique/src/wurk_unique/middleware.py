@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from wurk.middleware import ClientMiddleware, ServerMiddleware
-from wurk.retry import booked_payload
+from wurk.client.middleware import ClientMiddleware, ServerMiddleware
+from wurk.server.retry import booked_payload
 from wurk_unique import lock, switch
 
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wurk.hookspecs import hookimpl
+from wurk.plugins.hookspecs import hookimpl
 from wurk_unique import state
 from wurk_unique.middleware import coerce_unique_for, coerce_unique_until
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
-    from wurk.options import OptionRegistry
-    from wurk.scripts import ScriptRegistry
+    from wurk.client.middleware import Chain
+    from wurk.config.configuration import Config
+    from wurk.config.options import OptionRegistry
+    from wurk.redis.scripts import ScriptRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-#: 1.3: option coercers, and ``wurk.retry.death_reason()`` for the death handler.
+#: 1.3: option coercers, and ``wurk.server.retry.death_reason()`` for the death handler.
 WURK_PLUGIN_API = (1, 3)
 
 OWNER = "wurk-unique"

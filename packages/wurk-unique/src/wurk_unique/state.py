@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wurk.retry import death_reason
+from wurk.server.retry import death_reason
 from wurk_unique import lock, switch
 from wurk_unique.middleware import UniqueClient, UniqueServer
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
+    from wurk.client.middleware import Chain
+    from wurk.config.configuration import Config
 
 #: The plugin's entry-point name, as ``WURK_DISABLE_PLUGINS`` spells it.
 PLUGIN = "unique"
@@ -41,7 +41,7 @@ def enable(*, config: Config | None = None) -> None:
     already loaded (an embedded worker's built before this call); others get
     the middleware when they load their plugins.
     """
-    from wurk.defaults import current_config
+    from wurk.config.defaults import current_config
 
     switch.turn(True)
     config = config or current_config()

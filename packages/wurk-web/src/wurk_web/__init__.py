@@ -6,7 +6,7 @@
 * ``wurk web`` serves it on its own (``--host``/``--port``, 127.0.0.1 by default).
 
 Feature packages add their pages through the ``wurk_register_web(app)`` hook
-(see :mod:`wurk.web`), never by importing this package.
+(see :mod:`wurk.plugins.web`), never by importing this package.
 """
 
 from __future__ import annotations

@@ -23,15 +23,15 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from wurk import env
-from wurk.web import WebError
+from wurk.config import env
+from wurk.plugins.web import WebError
 from wurk_web import builtin, layout, openapi, stream
 from wurk_web.registry import Api, Dashboard, Page
 from wurk_web.request import DashboardRequest
 from wurk_web.security import ASGIApp, Authorization, Guard, relative_path
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 log = logging.getLogger("wurk.web")
 
@@ -155,7 +155,7 @@ def create_app(
     from wurk_web import __version__
 
     if config is None:
-        from wurk.defaults import default_config
+        from wurk.config.defaults import default_config
 
         config = default_config()
     dashboard = Dashboard()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wurk.web import script_view
+from wurk.plugins.web import script_view
 from wurk_web.registry import Dashboard
 from wurk_web.views import insight, overview, profiles, queues, sets
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from wurk.config.settings import whole_number
 from wurk.errors import ConfigurationError
-from wurk.hookspecs import hookimpl
-from wurk.settings import whole_number
+from wurk.plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     import click
 
-    from wurk.settings import SettingRegistry
+    from wurk.config.settings import SettingRegistry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).

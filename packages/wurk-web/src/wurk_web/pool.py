@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from wurk.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The pool's name, as the shared pools and the logs know it.
 POOL_NAME = "web"

@@ -2,7 +2,7 @@
 
 One :class:`Dashboard` is filled when an application is built: first with the
 dashboard's own pages (:mod:`wurk_web.builtin`), then by each enabled plugin's
-``wurk_register_web(app)`` hook. It implements :class:`wurk.web.WebRegistry`,
+``wurk_register_web(app)`` hook. It implements :class:`wurk.plugins.web.WebRegistry`,
 so core's own pages and a plugin's are registered, secured and documented the
 same way.
 """
@@ -63,7 +63,7 @@ def _assets(page: str, what: str, urls: Sequence[str]) -> tuple[str, ...]:
 
 
 class Dashboard:
-    """What the dashboard serves; see :class:`wurk.web.WebRegistry` for each method."""
+    """What the dashboard serves; see :class:`wurk.plugins.web.WebRegistry` for each method."""
 
     def __init__(self) -> None:
         self.pages: list[Page] = []

@@ -1,4 +1,4 @@
-"""The request object handed to every page and JSON route (:class:`wurk.web.WebRequest`)."""
+"""The request object handed to every page and JSON route (:class:`wurk.plugins.web.WebRequest`)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wurk.web import WebError
+from wurk.plugins.web import WebError
 from wurk_web.pool import redis_pool
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 import wurk
-from wurk.leader import fenced_set
+from wurk.server.leader import fenced_set
 
 #: The plugin API this package is built for: Wurk refuses to load it into a
 #: core that provides another major, or an older minor.

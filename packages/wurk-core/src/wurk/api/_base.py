@@ -4,7 +4,7 @@ Redis replies become Python values.
 An API object talks to the Redis of one configuration (the process default
 unless given) through that configuration's main pool, or through a ``pool``
 passed explicitly (a second Redis shard, say). Every call goes through
-:meth:`wurk.redis_pool.RedisPool.execute`, so a failover or a dropped
+:meth:`wurk.redis.connection.RedisPool.execute`, so a failover or a dropped
 connection is retried under the same rules as the rest of Wurk.
 """
 
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 T = TypeVar("T")
 
@@ -33,7 +33,7 @@ class RedisAccess:
 
     def __init__(self, config: Config | None = None, pool: RedisPool | None = None) -> None:
         if config is None:  # the running job's configuration, else the process default
-            from wurk.defaults import current_config
+            from wurk.config.defaults import current_config
 
             config = current_config()
         self.config = config
@@ -66,7 +66,7 @@ def as_int(value: Any) -> int:
 def busy_threads(conn: Any) -> int:
     """Jobs running right now: the ``busy`` field summed over every member of
     ``processes`` (lapsed ones count 0), one pipelined round trip."""
-    from wurk import keys
+    from wurk.redis import keys
 
     members = list(conn.sscan_iter(keys.PROCESSES))
     if not members:

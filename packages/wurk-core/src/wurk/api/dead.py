@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
 from wurk.api.deaths import Deaths, api_kill_error
 from wurk.api.members import Member
 from wurk.api.sorted import JobSet
-from wurk.retry import KILLED_BY_API
+from wurk.redis import keys
+from wurk.server.retry import KILLED_BY_API
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 
 class DeadSet(JobSet):

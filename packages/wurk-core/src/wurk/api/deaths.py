@@ -16,15 +16,16 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys, outcomes
 from wurk.api._base import RedisAccess
 from wurk.api.members import Member, as_member, zadd_member
-from wurk.outcomes import Outcome
-from wurk.retry import KILLED_BY_API, JobRetry
+from wurk.plugins import outcomes
+from wurk.plugins.outcomes import Outcome
+from wurk.redis import keys
+from wurk.server.retry import KILLED_BY_API, JobRetry
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 
 class Deaths(RedisAccess):

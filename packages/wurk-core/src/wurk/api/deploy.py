@@ -22,8 +22,8 @@ from wurk.api.processes import hybridmethod
 from wurk.metrics import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 __all__ = ["Deploy"]
 

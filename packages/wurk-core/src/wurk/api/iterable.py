@@ -15,8 +15,8 @@ from wurk.api._base import RedisAccess
 from wurk.api.record import IterableState, iteration_key
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 
 class IterableJobQuery(RedisAccess):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from wurk import payload as wire
+from wurk.client import payload as wire
 
 Member = bytes | str
 

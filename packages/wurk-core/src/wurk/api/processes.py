@@ -21,15 +21,15 @@ from datetime import UTC, datetime
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
 from wurk.api._base import RedisAccess, as_int, busy_threads, text
 from wurk.api.record import JobRecord
 from wurk.errors import WurkError
-from wurk.scheduled import cleanup_processes
+from wurk.redis import keys
+from wurk.server.scheduled import cleanup_processes
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 __all__ = ["EmbeddedProcessError", "Process", "ProcessSet", "Work", "WorkSet", "Workers"]
 

@@ -1,6 +1,6 @@
 """Stored job profiles: the ``profiles`` sorted set and one hash per profile.
 
-A profile is kept for a day (see :mod:`wurk.profiler`); its entry in
+A profile is kept for a day (see :mod:`wurk.server.profiler`); its entry in
 ``profiles`` is scored by the time it expires, so the newest profile has the
 highest score and a lapsed entry is one whose score has passed. Listing
 reads only live entries, and :meth:`ProfileSet.prune` drops the lapsed ones
@@ -16,16 +16,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
 from wurk.api._base import PAGE_SIZE, RedisAccess, as_int, text
 from wurk.api.paging import page_by_score
-from wurk.profiler import FORMAT, Timing, decode, top_functions
+from wurk.redis import keys
+from wurk.server.profiler import FORMAT, Timing, decode, top_functions
 
 if TYPE_CHECKING:
     import pstats
 
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The hash fields a listing reads: everything but the data.
 FIELDS = ("started_at", "jid", "type", "token", "size", "elapsed", "format", "filename")

@@ -15,15 +15,15 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
-from wurk import payload as wire
 from wurk.api._base import PAGE_SIZE, RedisAccess, text
 from wurk.api.record import JobRecord, raw_latency
+from wurk.client import payload as wire
+from wurk.redis import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
-    from wurk.scripts import Arg
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
+    from wurk.redis.scripts import Arg
 
 __all__ = ["JobRecord", "Queue"]
 

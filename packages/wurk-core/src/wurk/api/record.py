@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from wurk import keys
-from wurk import payload as wire
 from wurk.api._base import RedisAccess, seconds_since, text, time_from_stamp
-from wurk.failure import decompress_backtrace
+from wurk.client import payload as wire
+from wurk.redis import keys
+from wurk.server.failure import decompress_backtrace
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The wire classes Ruby's ActiveJob adapter enqueues; ``args[0]`` is the
 #: serialised ActiveJob (``job_class``, ``arguments``, ...).

@@ -30,13 +30,13 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from wurk import keys
 from wurk.api._base import RedisAccess, text
 from wurk.api.record import JobRecord
+from wurk.redis import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 __all__ = ["KINDS", "MAX_LIMIT", "Search", "SearchResult"]
 

@@ -18,18 +18,18 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast, overload
 
-from wurk import keys
 from wurk.api._base import PAGE_SIZE, RedisAccess, epoch_seconds
 from wurk.api.deaths import Deaths
 from wurk.api.entry import SortedEntry
 from wurk.api.members import Member, as_member, zadd_member
 from wurk.errors import LostReplyError
-from wurk.scheduled import pop_lowest
+from wurk.redis import keys
+from wurk.server.scheduled import pop_lowest
 
 if TYPE_CHECKING:
-    from wurk.client import Client
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.client.push import Client
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 Score = datetime | float | int | str
 _GLOB_SPECIALS = re.compile(r"([?\[\]\\])")
@@ -177,7 +177,7 @@ class SortedSet(RedisAccess):
         self._removed -= 1
 
     def _client(self) -> Client:
-        from wurk.client import Client
+        from wurk.client.push import Client
 
         return Client(self.config, pool=self._pool)
 
@@ -238,7 +238,7 @@ class JobSet(SortedSet):
 
     def pop_each(self) -> Iterator[tuple[Member, float]]:
         """Pop ``(member, score)`` lowest score first (a fenced pop, so a lost
-        reply does not drop a member: ``wurk.scheduled.pop_lowest``), as many as
+        reply does not drop a member: ``wurk.server.scheduled.pop_lowest``), as many as
         the set held when the walk began (so a set that refills itself, like the
         dead set under ``kill_all``, still ends). Each member is gone from Redis
         before you see it."""

@@ -14,13 +14,13 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from wurk import keys
 from wurk.api._base import RedisAccess, as_int, busy_threads, text
 from wurk.api.record import raw_latency
+from wurk.redis import keys
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The counters ``reset`` knows, by the names it accepts.
 RESETTABLE = {"processed": keys.STAT_PROCESSED, "failed": keys.STAT_FAILED, "expired": keys.STAT_EXPIRED}

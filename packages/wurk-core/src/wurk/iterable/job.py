@@ -24,14 +24,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from wurk import testing
-from wurk.defaults import current_capsule, current_config
+from wurk.client.job import Job
+from wurk.config.defaults import current_capsule, current_config
 from wurk.errors import Interrupted
 from wurk.iterable import enumerators, orm, state
-from wurk.job import Job
-from wurk.server_middleware import stopping
+from wurk.server.builtin_middleware import stopping
 
 if TYPE_CHECKING:
-    from wurk.redis_pool import RedisPool
+    from wurk.redis.connection import RedisPool
 
 #: Methods that run inside the loop's thread and so must be plain ``def``s.
 SYNC_ONLY = (

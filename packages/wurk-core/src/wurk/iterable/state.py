@@ -12,7 +12,7 @@ A checkpoint is one ``MULTI`` that writes the three progress fields, renews
 the 30-day expiry and reads ``cancelled`` back, so the poll for a remote
 cancellation costs no extra round trip. A checkpoint that moved the cursor
 past where the run began also deletes the job's poison-pill count
-(``super_fetch:recovered:<jid>``, see :mod:`wurk.reaper`): the job made
+(``super_fetch:recovered:<jid>``, see :mod:`wurk.server.reaper`): the job made
 progress since its last crash, so that crash was not a poison pill's, and
 one more crash is counted as a first.
 """
@@ -24,11 +24,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wurk import keys
 from wurk.errors import CursorError
+from wurk.redis import keys
 
 if TYPE_CHECKING:
-    from wurk.redis_pool import RedisPool
+    from wurk.redis.connection import RedisPool
 
 #: Seconds between checkpoints, and between polls for a remote cancellation.
 STATE_FLUSH_INTERVAL = 5.0

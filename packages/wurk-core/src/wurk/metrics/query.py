@@ -28,8 +28,8 @@ from wurk.metrics import keys
 from wurk.metrics.tracking import BUCKETS
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.redis_pool import RedisPool
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The counters every history sample carries, besides ``queues``.
 GAUGE_FIELDS = ("processed", "failed", "enqueued", "busy", "retry", "scheduled", "dead", "processes")

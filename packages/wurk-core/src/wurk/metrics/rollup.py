@@ -25,17 +25,17 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from wurk import keys as core_keys
-from wurk import payload as wire
 from wurk.api._base import as_int, seconds_since, text
-from wurk.component import Component
-from wurk.leader import leadership
+from wurk.client import payload as wire
 from wurk.metrics import keys
+from wurk.plugins.component import Component
+from wurk.redis import keys as core_keys
+from wurk.server.leader import leadership
 
 if TYPE_CHECKING:
     from redis.typing import EncodableT, FieldT
 
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 DEFAULT_INTERVAL = 60.0
 DEFAULT_STREAM_CAP = 10_000
@@ -48,7 +48,7 @@ BACKLOG_MINUTES = keys.ONE_MINUTE_TTL // 60
 class MetricsRollup(Component):
     """A named thread that samples and rolls up while this process leads.
 
-    It asks :func:`wurk.leader.leadership` at each tick rather than holding the
+    It asks :func:`wurk.server.leader.leadership` at each tick rather than holding the
     leader, so any process with a registered leader gates it the same way."""
 
     name = "wurk-metrics-rollup"

@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from wurk.client.middleware import ServerMiddleware
 from wurk.errors import Interrupted
 from wurk.metrics.tracking import class_name
-from wurk.middleware import ServerMiddleware
-from wurk.retry import Skip
+from wurk.server.retry import Skip
 
 COUNT = "jobs.count"
 SUCCESS = "jobs.success"

@@ -31,13 +31,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from wurk.client.middleware import ServerMiddleware
 from wurk.errors import Interrupted, LostReplyError
 from wurk.metrics import keys
-from wurk.middleware import ServerMiddleware
-from wurk.retry import Skip
+from wurk.server.retry import Skip
 
 if TYPE_CHECKING:
-    from wurk.config import Config
+    from wurk.config.configuration import Config
 
 #: Upper bounds (exclusive, in ms) of the 26 duration buckets; the last one
 #: takes everything slower than 335 s.

@@ -47,7 +47,7 @@ from wurk.testing.running import resolve, run_inline
 from wurk.testing.store import FakeJobs, Queues
 
 if TYPE_CHECKING:
-    from wurk.client import Client
+    from wurk.client.push import Client
 
 __all__ = [
     "MODES",

@@ -147,7 +147,7 @@ class FaultProxy:
 
     @staticmethod
     def push(config: Any) -> Matcher:
-        """Core's push (``wurk.writers.push_core``), whichever form it takes:
+        """Core's push (``wurk.client.writers.push_core``), whichever form it takes:
         the fence ``SET`` that ends a small push's pipeline (losing its reply
         loses the reply to the whole push, all of it applied), or the
         ``core.push`` script of a large one."""

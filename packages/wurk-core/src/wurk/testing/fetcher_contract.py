@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from wurk.payload import new_jid
+from wurk.client.payload import new_jid
 
 POLL_MARGIN = 5.0
 

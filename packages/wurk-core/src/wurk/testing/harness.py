@@ -18,14 +18,14 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from wurk import payload as wire
+from wurk.client import payload as wire
+from wurk.client.middleware import Chain
 from wurk.errors import WurkError
-from wurk.middleware import Chain
 from wurk.testing.running import covers_all, resolve, run_inline, stored_copy, unwrap
 from wurk.testing.store import FakeJobs, Queues
 
 if TYPE_CHECKING:
-    from wurk.client import Client
+    from wurk.client.push import Client
 
 MODES = ("disable", "fake", "inline")
 

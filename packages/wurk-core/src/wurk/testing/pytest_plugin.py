@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from wurk import testing
-from wurk.middleware import Chain
+from wurk.client.middleware import Chain
 from wurk.testing.store import Queues
 
 

@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wurk import current
-from wurk import payload as wire
-from wurk.registry import defined_job_class
-from wurk.server_middleware import current_job
+from wurk.client import payload as wire
+from wurk.client.registry import defined_job_class
+from wurk.server.builtin_middleware import current_job
 from wurk.types import Payload
 
 if TYPE_CHECKING:
-    from wurk.config import Config
-    from wurk.middleware import Chain
+    from wurk.client.middleware import Chain
+    from wurk.config.configuration import Config
 
 
 def run_inline(job_class: Any, payload: Mapping[str, Any], chain: Chain, config: Config | None = None) -> Any:
@@ -66,22 +66,22 @@ def stored_copy(job: Mapping[str, Any]) -> Payload:
 
 def current_config() -> Config:
     # Imported late: the configuration module pulls in most of Wurk, and
-    # ``wurk.client`` imports this package while ``wurk`` itself is loading.
-    from wurk.defaults import current_config
+    # ``wurk.client.push`` imports this package while ``wurk`` itself is loading.
+    from wurk.config.defaults import current_config
 
     return current_config()
 
 
 def unwrap(job_class: Any) -> Any:
     """The class behind a ``@wurk.job`` function; other classes unchanged."""
-    from wurk.job import JobFunction
+    from wurk.client.job import JobFunction
 
     return job_class.job_class if isinstance(job_class, JobFunction) else job_class
 
 
 def covers_all(job_class: Any) -> bool:
     """``None`` and ``wurk.Job`` itself mean every class."""
-    from wurk.job import Job
+    from wurk.client.job import Job
 
     return job_class is None or job_class is Job
 

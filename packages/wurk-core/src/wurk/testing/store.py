@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from wurk import payload as wire
+from wurk.client import payload as wire
 from wurk.types import Payload
 
 #: Sort key of payloads added to a live list by hand: after everything filed.

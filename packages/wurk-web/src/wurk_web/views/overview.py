@@ -8,7 +8,7 @@ from typing import Any
 from wurk.api import History, ProcessSet, Stats, WorkSet
 from wurk.api.processes import EmbeddedProcessError
 from wurk.metrics import Query
-from wurk.web import WebError
+from wurk.plugins.web import WebError
 from wurk_web.present import job_summary
 from wurk_web.request import DashboardRequest
 

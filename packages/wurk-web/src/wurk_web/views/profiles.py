@@ -1,4 +1,4 @@
-"""The Profiles pages: job profiles stored by ``profile="…"`` jobs (see :mod:`wurk.profiler`).
+"""The Profiles pages: job profiles stored by ``profile="…"`` jobs (see :mod:`wurk.server.profiler`).
 
 Unlike the other pages, these are rendered on the server: a profile is a
 table of functions and numbers, read once, so the HTML is built here with
@@ -25,7 +25,7 @@ from urllib.parse import quote
 from starlette.responses import Response
 
 from wurk.api import ProfileRecord, ProfileSet
-from wurk.web import WebError
+from wurk.plugins.web import WebError
 from wurk_web.registry import Dashboard
 from wurk_web.request import DashboardRequest
 
@@ -77,7 +77,7 @@ def summary(record: ProfileRecord) -> dict[str, Any]:
 
 
 def _timing(row: Any) -> dict[str, Any]:
-    """A :class:`wurk.profiler.Timing` as JSON (it is a named tuple)."""
+    """A :class:`wurk.server.profiler.Timing` as JSON (it is a named tuple)."""
     return dict(row._asdict())
 
 

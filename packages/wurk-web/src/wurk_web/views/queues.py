@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from wurk import keys
 from wurk.api import JobRecord, Queue, Stats
-from wurk.web import WebError
+from wurk.plugins.web import WebError
+from wurk.redis import keys
 from wurk_web.present import job_summary
 from wurk_web.request import DashboardRequest
 

@@ -1,0 +1,1 @@
+"""The ``wurk`` command line: starting a worker, the ops subcommands and the demo."""

@@ -1,0 +1,5 @@
+"""``python -m wurk.cli``: the ``wurk`` command."""
+
+from wurk.cli.main import main
+
+main()

@@ -1,0 +1,214 @@
+"""Middleware chains: the per-job onion around every push and every perform.
+
+There are two chains with one API. Client middleware wraps the Redis write of
+a push; server middleware wraps ``perform`` in the worker. A chain stores
+*classes plus constructor arguments*, not instances, and builds fresh instances
+for every job: middleware is thread-safe by construction, and never carries a
+connection or a socket across a fork.
+
+A client middleware::
+
+    class RequestIdTagger(wurk.ClientMiddleware):
+        def call(self, job_class, job, queue, redis_pool, call_next):
+            job.setdefault("request_id", current_request_id())
+            return call_next()   # a falsy return halts the push
+
+A server middleware::
+
+    class Timing(wurk.ServerMiddleware):
+        def call(self, job_instance, job, queue, call_next):
+            started = time.monotonic()
+            try:
+                return call_next()   # returning without calling skips perform
+            finally:
+                self.logger.info("took %.3fs", time.monotonic() - started)
+
+Entry 0 is the outermost. ``add`` appends (innermost), ``prepend`` puts a
+middleware outermost, and ``insert_before`` / ``insert_after`` place it next to
+another one, falling back to the front or the end when the anchor is absent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wurk.config.capsule import Capsule
+    from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
+
+
+class Middleware:
+    """Base class giving a middleware its configuration, pool and logger.
+
+    The chain assigns ``config`` (the global configuration or a capsule) right
+    after building the instance; :attr:`wurk_config` is the configuration
+    either way. Both are ``None`` in a middleware built outside a chain.
+    """
+
+    config: Config | Capsule | None = None
+
+    @property
+    def wurk_config(self) -> Config | None:
+        """The configuration this middleware runs under, a capsule's unwrapped:
+        what the worker's services, stats and settings hang off."""
+        # A capsule holds its configuration as ``config``; a configuration has
+        # no such attribute. Asked by name, so this module need not import
+        # the capsule (which imports it).
+        owner: Any = self.config
+        root: Config | None = getattr(owner, "config", owner)
+        return root
+
+    @property
+    def redis_pool(self) -> RedisPool:
+        if self.config is None:
+            raise AttributeError(f"{type(self).__name__} was built outside a middleware chain: it has no Redis pool")
+        return self.config.redis_pool
+
+    @property
+    def logger(self) -> logging.Logger:
+        if self.config is None:
+            return logging.getLogger("wurk")
+        logger: logging.Logger = self.config.logger
+        return logger
+
+
+class ClientMiddleware(Middleware):
+    def call(
+        self, job_class: str, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
+    ) -> Any:
+        return call_next()
+
+
+class ServerMiddleware(Middleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        return call_next()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered middleware: its class and the arguments to build it with."""
+
+    klass: type
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def make(self, config: Any) -> Any:
+        instance = self.klass(*self.args, **self.kwargs)
+        if config is not None and hasattr(instance, "config"):
+            instance.config = config
+        return instance
+
+
+def _entry(klass: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Entry:
+    # A chain builds its own instance per job, so it must be given the class;
+    # an instance registered by mistake would only fail at the first push.
+    if not isinstance(klass, type):
+        raise TypeError(f"register the middleware class, not {klass!r} (the chain builds one instance per job)")
+    return Entry(klass, args, dict(kwargs))
+
+
+class Chain:
+    """An ordered list of middleware classes, outermost first."""
+
+    def __init__(self, config: Any = None, entries: list[Entry] | None = None) -> None:
+        self.config = config
+        self._entries: list[Entry] = list(entries or [])
+
+    def copy_for(self, config: Any) -> Chain:
+        """A copy bound to ``config`` (a capsule); later changes stay apart."""
+        return Chain(config, self._entries)
+
+    @property
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __bool__(self) -> bool:
+        # A chain is an object, not a container to test for emptiness (that is
+        # ``empty()``): ``chain or config.client_middleware`` must keep an
+        # explicitly given empty chain.
+        return True
+
+    def __contains__(self, klass: object) -> bool:
+        return self.exists(klass)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"<Chain {[entry.klass.__name__ for entry in self._entries]}>"
+
+    def exists(self, klass: type) -> bool:
+        return any(entry.klass is klass for entry in self._entries)
+
+    def empty(self) -> bool:
+        return not self._entries
+
+    def _index(self, klass: type) -> int | None:
+        for index, entry in enumerate(self._entries):
+            if entry.klass is klass:
+                return index
+        return None
+
+    def remove(self, klass: type) -> None:
+        self._entries = [entry for entry in self._entries if entry.klass is not klass]
+
+    def add(self, klass: type, *args: Any, **kwargs: Any) -> None:
+        """Append ``klass`` (innermost), moving it there if already present."""
+        entry = _entry(klass, args, kwargs)
+        self.remove(klass)
+        self._entries.append(entry)
+
+    def prepend(self, klass: type, *args: Any, **kwargs: Any) -> None:
+        """Put ``klass`` first (outermost), moving it there if already present."""
+        entry = _entry(klass, args, kwargs)
+        self.remove(klass)
+        self._entries.insert(0, entry)
+
+    def insert_before(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
+        """Place ``klass`` right before ``anchor``, or first if ``anchor`` is absent."""
+        entry = self._take(klass, args, kwargs)
+        index = self._index(anchor)
+        self._entries.insert(0 if index is None else index, entry)
+
+    def insert_after(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
+        """Place ``klass`` right after ``anchor``, or last if ``anchor`` is absent."""
+        entry = self._take(klass, args, kwargs)
+        index = self._index(anchor)
+        self._entries.insert(len(self._entries) if index is None else index + 1, entry)
+
+    def _take(self, klass: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Entry:
+        """The entry to move for ``klass``, out of the list: the registered one
+        (its arguments replaced when new ones are given), or a new one."""
+        fresh = _entry(klass, args, kwargs)
+        index = self._index(klass)
+        if index is None:
+            return fresh
+        registered = self._entries.pop(index)
+        return fresh if args or kwargs else registered
+
+    def clear(self) -> None:
+        """Drop every entry, built-ins included (prefer ``remove``)."""
+        self._entries = []
+
+    def retrieve(self) -> list[Any]:
+        """Fresh instances of every entry, for one job."""
+        return [entry.make(self.config) for entry in self._entries]
+
+    def invoke(self, *args: Any, final: Callable[[], Any]) -> Any:
+        """Run the chain around ``final``: each middleware's ``call(*args, call_next)``."""
+        if not self._entries:
+            return final()
+        # Built inside out: each middleware's ``call_next`` is the next one's
+        # bound ``call``, so a job pays no Python frame of the chain's own per layer.
+        call_next = final
+        for instance in reversed(self.retrieve()):
+            call_next = partial(instance.call, *args, call_next)
+        return call_next()

@@ -1,0 +1,308 @@
+"""Who owns which configuration setting, its default and its check.
+
+The configuration is an open hash: third-party middleware reads keys of its
+own, so an unknown key is stored, never refused. What the hash cannot know by
+itself is which keys mean something, what they start as and which values are
+wrong. Each owner says so once, in a :class:`SettingRegistry`: core for its
+own keys (:func:`declare_core_settings`), every plugin through the
+``wurk_register_settings`` hook::
+
+    from wurk.config.settings import SettingRegistry, whole_number
+
+    @wurk.hookimpl
+    def wurk_register_settings(settings: SettingRegistry) -> None:
+        settings.add("invoice_batch_size", default=100, check=whole_number(1), owner="acme-invoices")
+
+From then on ``config["invoice_batch_size"]`` reads 100 until set, a bad value
+is refused naming the key and the value, and ``invoice_batch_sise`` is
+reported as a likely misspelling of it.
+
+Core lists none of the features' settings. Setting one while its plugin is
+not loaded would silently do nothing, so each distribution also names the
+settings its plugin declares as entry points of the ``wurk.config.settings`` group
+(:data:`SETTINGS_ENTRY_POINT_GROUP`), metadata that core reads without
+importing the plugin: the configuration then says which distribution the key
+belongs to, as the job options of :mod:`wurk.config.options` do. It warns rather
+than refuses: one settings file is often shared by processes that install
+different features.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Final
+
+from wurk.client.registry import check_module_names
+from wurk.errors import ConfigurationError, PluginError
+from wurk.plugins.hookspecs import LIFECYCLE_EVENTS
+
+#: A setting's check: ``check(key, value)`` raises ConfigurationError, naming
+#: the key and the value, when the value is wrong. It may return a normalised
+#: form of the value (a list for a tuple), which is stored instead; returning
+#: None stores the value as given.
+Check = Callable[[str, Any], Any]
+
+CORE = "wurk-core"
+
+
+class _Unset:
+    """The default of a setting that is known but unset until assigned."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+
+#: The entry-point group in which a distribution names the settings its
+#: plugin declares (``web_pool_size = "wurk_web.plugin"``): read without
+#: importing anything, so that a setting whose plugin is switched off can name
+#: its distribution. A hint and nothing more: the setting's default, check and
+#: meaning are declared by its plugin, through ``wurk_register_settings``.
+SETTINGS_ENTRY_POINT_GROUP = "wurk.settings"
+
+
+def published_settings() -> dict[str, str]:
+    """Each setting an installed distribution publishes, and that distribution's name."""
+    published: dict[str, str] = {}
+    for ep in metadata.entry_points(group=SETTINGS_ENTRY_POINT_GROUP):
+        dist = ep.dist
+        published.setdefault(ep.name, dist.metadata["Name"] if dist else ep.module.partition(".")[0])
+    return published
+
+
+def positive_number(key: str, value: Any) -> Any:
+    """A check: an int or float above zero (booleans are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(f"{key} must be a number > 0, got {value!r}")
+    return value
+
+
+def whole_number(minimum: int) -> Check:
+    """A check: an int of at least ``minimum``."""
+
+    def check(key: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigurationError(f"{key} must be a whole number >= {minimum}, got {value!r}")
+        return value
+
+    return check
+
+
+def optional(check: Check) -> Check:
+    """A check that also accepts ``None`` (for settings where None means off)."""
+    return lambda key, value: None if value is None else check(key, value)
+
+
+def handler_list(key: str, handlers: Any) -> list[Any]:
+    """A check: a list of callables (a lone string is not a list here)."""
+    if isinstance(handlers, str | bytes) or not isinstance(handlers, Iterable):
+        raise ConfigurationError(f"{key} must be a list of callables, got {handlers!r}")
+    checked: list[Any] = list(handlers)
+    for handler in checked:
+        if not callable(handler):
+            raise ConfigurationError(f"{key} must hold callables, got {handler!r}")
+    return checked
+
+
+def name_list(key: str, value: Any) -> list[str]:
+    """A check: a list of non-empty strings (plugin names)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{key} must be a list of names, got {value!r}")
+    names = list(value)
+    if not all(isinstance(name, str) and name.strip() for name in names):
+        raise ConfigurationError(f"{key} must hold non-empty names, got {value!r}")
+    return names
+
+
+COMPLEX_ARGUMENT_MODES = ("raise", "warn", False)
+
+
+def complex_arguments_mode(key: str, value: Any) -> Any:
+    if value not in COMPLEX_ARGUMENT_MODES:
+        raise ConfigurationError(f"{key} must be 'raise', 'warn' or False, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting: its default (:data:`UNSET` for none), its check,
+    and the distribution that owns it (named in conflicts and hints)."""
+
+    name: str
+    default: Any = UNSET
+    check: Check | None = None
+    owner: str = CORE
+    doc: str = ""
+    #: Called for the value ``config[name]`` reads while the key is unset
+    #: (an environment variable, read at each read so that the process's
+    #: environment, not the moment the plugins loaded, decides).
+    fallback: Callable[[], Any] | None = None
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not UNSET
+
+    def default_value(self) -> Any:
+        """A fresh copy of the default, so that no two configurations share a
+        list; callables (a reloader, a cleaner) are values and are not copied."""
+        return self.default if callable(self.default) else copy.deepcopy(self.default)
+
+    def validate(self, value: Any) -> Any:
+        """The value to store, or ConfigurationError naming the key and the value."""
+        checked = None if self.check is None else self.check(self.name, value)
+        return value if checked is None else checked
+
+
+def _calling_package(depth: int) -> str:
+    """The top-level package of the module ``depth`` frames up, as a
+    distribution-style name (``wurk_web`` → ``wurk-web``): the owner of a
+    declaration that did not name one."""
+    module = sys._getframe(depth + 1).f_globals.get("__name__", "")
+    return str(module).partition(".")[0].replace("_", "-") or "unknown"
+
+
+class SettingRegistry:
+    """The settings declared by core and by the active plugins."""
+
+    def __init__(self) -> None:
+        self._settings: dict[str, Setting] = {}
+
+    def add(
+        self,
+        name: str,
+        *,
+        default: Any = UNSET,
+        check: Check | None = None,
+        owner: str | None = None,
+        doc: str = "",
+        fallback: Callable[[], Any] | None = None,
+    ) -> Setting:
+        """Declare ``name``. ``owner`` names the distribution in messages; it
+        defaults to the declaring module's top-level package. ``fallback``, for
+        a setting without a default, gives what ``config[name]`` reads while
+        the key is unset (``name in config`` stays false: nothing was assigned).
+
+        A name already declared by another owner is refused: two plugins
+        reading one key with different defaults or checks would each be wrong
+        half the time, and which one wins would depend on load order.
+        """
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"a setting needs a non-empty name, got {name!r}")
+        if check is not None and not callable(check):
+            raise PluginError(f"setting {name!r}: check must be callable, got {check!r}")
+        if fallback is not None and (not callable(fallback) or default is not UNSET):
+            raise PluginError(f"setting {name!r}: fallback must be a callable, for a setting without a default")
+        owner = owner or _calling_package(1)
+        current = self._settings.get(name)
+        if current is not None and current.owner != owner:
+            raise PluginError(f"setting {name!r} is declared by both {current.owner} and {owner}")
+        setting = self._settings[name] = Setting(name, default, check, owner, doc, fallback)
+        return setting
+
+    def get(self, name: str) -> Setting | None:
+        return self._settings.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._settings
+
+    def __iter__(self) -> Iterator[Setting]:
+        return iter(list(self._settings.values()))
+
+    def names(self) -> frozenset[str]:
+        return frozenset(self._settings)
+
+
+#: Core's settings that every configuration starts with, each in its own copy.
+DEFAULTS: dict[str, Any] = {
+    "labels": set(),
+    "require": ".",
+    "environment": None,
+    "concurrency": 5,
+    "timeout": 25,
+    "poll_interval_average": None,
+    "average_scheduled_poll_interval": 5,
+    "on_complex_arguments": "raise",
+    "max_iteration_runtime": None,
+    "error_handlers": [],
+    "death_handlers": [],
+    "lifecycle_events": {event: [] for event in LIFECYCLE_EVENTS},
+    "dead_max_jobs": 10_000,
+    "dead_timeout_in_seconds": 15_552_000,
+    "reloader": lambda run: run(),
+    "backtrace_cleaner": lambda lines: lines,
+    # Sidekiq's own default, kept so a shared log reads alike: payload fields
+    # copied into the log context when a job carries them.
+    "logged_job_attributes": ["bid", "tags"],
+    "redis_idle_timeout": None,
+    "redis_error_handlers": [],
+}
+
+#: Core's settings that are unset until assigned: their readers fall back to
+#: a value of their own (``max_retries`` to 25, ``tag`` to the app directory).
+RUNTIME_OPTIONS = (
+    "queues",
+    "capsules",
+    "redis",
+    "config_file",
+    "tag",
+    "identity",
+    "verbose",
+    "server",
+    "disabled_plugins",
+    "plugins",
+    "max_retries",
+    "fetch_class",
+    "fetch_setup",
+    "fetch_poll_interval",
+    "scheduled_enq",
+    "job_logger",
+    "skip_default_job_logging",
+    "scheduler_initial_wait",
+    "heartbeat_interval",
+    "metrics_rollup_interval",
+    "metrics_flush_interval",
+    "super_fetch_reaper_interval",
+    "super_fetch_callback",
+    "poison_pill_window",
+    "poison_callbacks",
+    "leader_ttl",
+    "leader_renew_interval",
+    "leader_follower_interval",
+    "history_stream_cap",
+    "health_check_options",
+    "job_packages",
+)
+
+# Checked on every write, through ``config[key] = ...`` as well as the named
+# accessors, so that YAML and plugins cannot slip past them.
+_CORE_CHECKS: dict[str, Check] = {
+    "on_complex_arguments": complex_arguments_mode,
+    "error_handlers": handler_list,
+    "death_handlers": handler_list,
+    "redis_error_handlers": handler_list,
+    "fetch_poll_interval": positive_number,
+    "poison_pill_window": positive_number,
+    "job_packages": optional(check_module_names),
+    "plugins": name_list,
+}
+
+
+def declare_core_settings(settings: SettingRegistry) -> None:
+    """Core's own declarations, made through core's plugin like any other's
+    (and directly by a configuration, which needs them before plugins load)."""
+    for name, default in DEFAULTS.items():
+        settings.add(name, default=default, check=_CORE_CHECKS.get(name), owner=CORE)
+    for name in RUNTIME_OPTIONS:
+        settings.add(name, check=_CORE_CHECKS.get(name), owner=CORE)
+
+
+def core_settings() -> SettingRegistry:
+    """A registry holding core's settings alone."""
+    registry = SettingRegistry()
+    declare_core_settings(registry)
+    return registry

@@ -1,0 +1,400 @@
+"""Redis connection pools and the transient-failure rules.
+
+A worker process keeps disjoint pools on purpose (main, fetch, web), so that a
+burst on one never starves another. Each :class:`RedisPool` wraps a blocking
+redis-py pool of a fixed size and adds the rules by which a short outage is
+absorbed instead of failing a job:
+
+* ``READONLY`` / ``NOREPLICAS`` / ``UNBLOCKED`` mean a failover happened under
+  us: drop the pool's connections and retry once, at once.
+* A connection error or socket timeout: drop the connections, sleep
+  ``0.5 × 2ⁿ + rand × 0.25`` seconds and retry, three attempts in all —
+  unless the command had already gone out and the operation is a write that
+  must not be applied twice (``execute(..., once=True)``): then nobody knows
+  whether the server applied it, and :class:`wurk.errors.LostReplyError` is
+  raised at once for the caller to decide. Writes that are safe to repeat —
+  reads, ``SET``, ``HSET``, ``DEL``, and every script that recognises its
+  own re-sent call (a fence, see :mod:`wurk.redis.fence`) — are retried as before.
+* No free connection within ``pool_timeout``: one more try after 0.1–0.3 s.
+  A pool that stays starved is undersized, and retrying longer would hide it.
+
+Every retry and every final give-up is reported to the ``on_redis_error``
+handlers. A give-up on connectivity raises
+:class:`wurk.errors.RedisConnectionError`, whose message names the URL.
+
+A URL that cannot work (no scheme, a database that is not a whole number, a
+database the server does not have) is a :class:`wurk.errors.ConfigurationError`
+naming the URL, raised when the pool is built or on its first use: retrying
+cannot fix it, and redis-py's own messages do not say which setting is wrong.
+
+redis-py's own retry layer is switched off so that the rules above are the only
+ones in force, and so that the number of attempts is exactly what the
+documentation says.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.exceptions import AuthenticationError, AuthorizationError, ReadOnlyError, ResponseError
+from redis.exceptions import ConnectionError as RedisPyConnectionError
+from redis.exceptions import TimeoutError as RedisPyTimeoutError
+from redis.retry import Retry
+from redis.sentinel import Sentinel, SentinelConnectionPool
+
+from wurk.errors import ConfigurationError, LostReplyError, RedisConnectionError
+
+#: The plugin API (docs/plugins.md): a feature's own pool is a RedisPool, and
+#: a URL it shows anyone goes through ``mask_url`` first.
+__all__ = ["DEFAULT_URL", "PoolTimeoutError", "RedisPool", "mask_url"]
+
+T = TypeVar("T")
+
+DEFAULT_URL = "redis://localhost:6379/0"
+DEFAULT_POOL_TIMEOUT = 1.0
+DEFAULT_CONNECT_TIMEOUT = 1.0
+DEFAULT_READ_TIMEOUT = 2.5
+DEFAULT_WRITE_TIMEOUT = 2.5
+CONNECTION_ATTEMPTS = 3
+FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
+URL_SCHEMES = ("redis", "rediss", "unix")
+# The server's reply to SELECT of a database it does not have.
+NO_SUCH_DB = "DB index is out of range"
+
+# Keys of ``config.redis`` that shape the pool rather than the connection.
+STRUCTURAL_KEYS = frozenset({"size", "name"})
+
+logger = logging.getLogger("wurk.redis")
+
+RedisErrorHandler = Callable[[dict[str, Any]], object]
+
+
+class PoolTimeoutError(RedisPyConnectionError):
+    """No connection became free within the pool's checkout timeout."""
+
+
+class _Sends(threading.local):
+    """How many commands this thread has started to send, ever: an attempt
+    that raised after the count moved may have been applied by the server."""
+
+    count = 0
+
+
+_sends = _Sends()
+
+
+class _CountingSends:
+    """Connection mixin: counts a send once the connection is open, so a
+    refused or timed-out connect still counts as nothing sent."""
+
+    _sock: Any
+
+    def send_packed_command(self, command: Any, check_health: bool = True) -> None:
+        if self._sock is None:
+            self.connect()  # type: ignore[attr-defined]
+        _sends.count += 1
+        super().send_packed_command(command, check_health)  # type: ignore[misc]
+
+
+_counting_classes: dict[type, type] = {}
+
+
+def _counting(connection_class: type) -> type:
+    counting = _counting_classes.get(connection_class)
+    if counting is None:
+        counting = type(f"Counting{connection_class.__name__}", (_CountingSends, connection_class), {})
+        _counting_classes[connection_class] = counting
+    return counting
+
+
+class _BlockingPool(redis.BlockingConnectionPool):
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return redis.BlockingConnectionPool.get_connection(self, *args, **kwargs)
+        except RedisPyConnectionError as exc:
+            if str(exc) == "No connection available.":
+                raise PoolTimeoutError(f"no free connection within {self.timeout}s") from exc
+            raise
+
+
+class _SentinelBlockingPool(SentinelConnectionPool, _BlockingPool):
+    """A pool whose master address comes from Sentinel, and that waits for a
+    free connection like the others instead of failing at once."""
+
+
+def _sentinel_pool(opts: dict[str, Any], size: int, pool_timeout: float, common: dict[str, Any]) -> _BlockingPool:
+    """Build a Sentinel-backed pool from ``sentinels`` and ``master_name``."""
+    sentinels = [_host_port(entry) for entry in opts.pop("sentinels")]
+    master_name = opts.pop("master_name", None)
+    if not master_name:
+        raise ValueError("Redis option 'sentinels' needs 'master_name' too")
+    sentinel_kwargs = opts.pop("sentinel_kwargs", None) or {}
+    manager = Sentinel(sentinels, sentinel_kwargs={"socket_timeout": common["socket_timeout"], **sentinel_kwargs})
+    url = opts.pop("url", None)
+    if url:
+        parsed = urlsplit(url)
+        opts.setdefault("db", int((parsed.path or "/0").lstrip("/") or 0))
+        if parsed.password:
+            opts.setdefault("password", parsed.password)
+        if parsed.username:
+            opts.setdefault("username", parsed.username)
+    return _SentinelBlockingPool(master_name, manager, max_connections=size, timeout=pool_timeout, **common, **opts)
+
+
+def _host_port(entry: Any) -> tuple[str, int]:
+    if isinstance(entry, str):
+        host, _, port = entry.rpartition(":")
+        return host, int(port)
+    host, port = entry
+    return str(host), int(port)
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***``, safe to log.
+
+    Also masks ``user:secret@host`` written without a scheme, which
+    ``urlsplit`` would read as a scheme and a path: a malformed URL is exactly
+    the one that ends up in an error message.
+    """
+    if "://" not in url:
+        return re.sub(r"^([^@/]*?:)[^@/]*@", r"\1***@", url)
+    try:
+        parts = urlsplit(url)
+        password, port = parts.password, parts.port
+    except ValueError:  # a port that is not a number
+        return re.sub(r"(://[^@/]*?:)[^@/]*@", r"\1***@", url)
+    if password is None:
+        return url
+    userinfo = f"{parts.username or ''}:***"
+    host = parts.hostname or ""
+    if port is not None:
+        host = f"{host}:{port}"
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+
+
+def check_url(url: str) -> None:
+    """Refuse a Redis URL that cannot work, with a message saying how to fix it.
+
+    redis-py would raise a bare ``ValueError`` for a missing scheme and would
+    silently use database 0 for ``redis://host/abc``; both hide which setting
+    is wrong.
+    """
+    shown = mask_url(url)
+    where = "Set REDIS_URL (or config.redis['url'])"
+    if "://" not in url:
+        hint = f"redis://{shown}" + ("" if "/" in shown else "/0")
+        raise ConfigurationError(f"Redis URL {shown!r} has no scheme. {where} to a URL such as {hint}.")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        raise ConfigurationError(f"Redis URL {shown!r} has a port that is not a number. {where} correctly.") from None
+    if parts.scheme not in URL_SCHEMES:
+        schemes = ", ".join(f"{scheme}://" for scheme in URL_SCHEMES)
+        raise ConfigurationError(f"Redis URL {shown!r} has scheme {parts.scheme}://; use one of {schemes}.")
+    if parts.scheme != "unix":
+        db = parts.path.strip("/")
+        if db and not db.isdigit():
+            raise ConfigurationError(
+                f"Redis URL {shown!r}: the database {db!r} is not a whole number; the path is the database, as in /0."
+            )
+
+
+def _db_of(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return next((value for key, value in parse_qsl(parts.query) if key == "db"), "0")
+    return parts.path.strip("/") or "0"
+
+
+def _is_failover(exc: BaseException) -> bool:
+    if isinstance(exc, ReadOnlyError):
+        return True
+    return isinstance(exc, ResponseError) and str(exc).startswith(FAILOVER_PREFIXES)
+
+
+class RedisPool:
+    """A named, fixed-size pool of Redis connections with Wurk's retry rules.
+
+    ``options`` is the ``config.redis`` mapping: ``url`` plus the timeouts
+    below; any other key is handed to redis-py unchanged (``username``,
+    ``password``, ``ssl_*``, ``health_check_interval``…). With
+    ``sentinels=[("host", 26379), ...]`` and ``master_name``, the master's
+    address comes from Redis Sentinel (``url`` then only supplies the database
+    and credentials).
+    """
+
+    def __init__(
+        self,
+        options: Mapping[str, Any],
+        *,
+        size: int,
+        name: str,
+        error_handlers: Iterable[RedisErrorHandler] = (),
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"Redis pool {name} needs at least one connection, got size={size}")
+        opts = {key: value for key, value in options.items() if key not in STRUCTURAL_KEYS}
+        self.url: str = opts.pop("url", None) or DEFAULT_URL
+        self.name = name
+        self.size = size
+        self.error_handlers = error_handlers
+        pool_timeout = opts.pop("pool_timeout", DEFAULT_POOL_TIMEOUT)
+        connect_timeout = opts.pop("connect_timeout", DEFAULT_CONNECT_TIMEOUT)
+        read_timeout = opts.pop("read_timeout", DEFAULT_READ_TIMEOUT)
+        opts.pop("write_timeout", None)  # redis-py has one socket timeout for both directions
+        opts.pop("reconnect_attempts", None)  # the rules above decide the attempts
+        common = {
+            "socket_connect_timeout": connect_timeout,
+            "socket_timeout": read_timeout,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        self._pool: _BlockingPool
+        if opts.get("sentinels"):
+            self.url = f"redis+sentinel://{opts.get('master_name')}"
+            self._pool = _sentinel_pool({**opts, "url": options.get("url")}, size, pool_timeout, common)
+        else:
+            check_url(self.url)
+            self._pool = _BlockingPool.from_url(self.url, max_connections=size, timeout=pool_timeout, **common, **opts)
+        self._pool.connection_class = _counting(self._pool.connection_class)
+        self.client = redis.Redis(connection_pool=self._pool)
+
+    @property
+    def connection_pool(self) -> redis.ConnectionPool:
+        return self._pool
+
+    def __repr__(self) -> str:
+        return f"<RedisPool {self.name} size={self.size} url={mask_url(self.url)}>"
+
+    def execute(self, operation: Callable[[redis.Redis], T], *, once: bool = False) -> T:
+        """Run ``operation(client)`` under the transient-failure rules.
+
+        ``once``: the operation writes something that must not be applied
+        twice and cannot recognise a repeat; after a connection error that
+        came once a command had gone out, :class:`LostReplyError` is raised
+        instead of sending it again.
+        """
+        attempt = 0
+        failover_retried = False
+        pool_retried = False
+        while True:
+            attempt += 1
+            sends = _sends.count
+            try:
+                return operation(self.client)
+            except (AuthenticationError, AuthorizationError):
+                raise  # wrong credentials: retrying cannot help, and the message says why
+            except PoolTimeoutError as exc:
+                if pool_retried:
+                    self._report(exc, attempt, retried=False)
+                    raise
+                pool_retried = True
+                self._report(exc, attempt, retried=True)
+                time.sleep(random.uniform(0.1, 0.3))
+            except (RedisPyConnectionError, RedisPyTimeoutError) as exc:
+                self._drop_idle()
+                if once and _sends.count != sends:
+                    self._report(exc, attempt, retried=False)
+                    raise LostReplyError(mask_url(self.url), exc) from exc
+                if attempt >= CONNECTION_ATTEMPTS:
+                    self._report(exc, attempt, retried=False)
+                    raise RedisConnectionError(mask_url(self.url), exc) from exc
+                self._report(exc, attempt, retried=True)
+                time.sleep(0.5 * 2 ** (attempt - 1) + random.random() * 0.25)
+            except ResponseError as exc:
+                if str(exc).startswith(NO_SUCH_DB):
+                    self.disconnect()
+                    raise self._no_such_db() from exc
+                if not _is_failover(exc) or failover_retried:
+                    if _is_failover(exc):
+                        self._report(exc, attempt, retried=False)
+                    raise
+                failover_retried = True
+                self._drop_idle()
+                self._report(exc, attempt, retried=True)
+
+    def _no_such_db(self) -> ConfigurationError:
+        db = _db_of(self.url) if "://" in self.url else "?"
+        return ConfigurationError(
+            f"Redis at {mask_url(self.url)} has no database {db}: a server has databases 0 to 15 unless its "
+            "`databases` setting says otherwise. Use a lower database number in REDIS_URL."
+        )
+
+    def _report(self, exc: BaseException, attempt: int, *, retried: bool) -> None:
+        info = {"error": exc, "attempt": attempt, "retried": retried, "pool": self.name}
+        for handler in list(self.error_handlers):
+            try:
+                handler(info)
+            except Exception:
+                logger.exception("on_redis_error handler raised")
+
+    def send(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write on one connection and read every reply.
+
+        A pipeline without redis-py's pipeline object, whose bookkeeping costs
+        about as much as the round trip itself on the push path. An error reply
+        raises (after the connection is dropped, since the replies behind it are
+        unread); wrap the call in :meth:`execute` for the retry rules.
+        """
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            return [connection.read_response() for _ in commands]
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+
+    def ping(self) -> bool:
+        return bool(self.execute(lambda conn: conn.ping()))
+
+    def _drop_idle(self) -> None:
+        """Close the idle connections, which share the failed one's fate (a
+        restarted server, a failover), but not those other threads are using:
+        closing a socket under a thread mid-command makes its call fail with an
+        error of its own, and each finds out about its connection by itself."""
+        self._pool.disconnect(inuse_connections=False)
+
+    def disconnect(self) -> None:
+        """Close every connection; the pool reconnects lazily on next use."""
+        self._pool.disconnect(inuse_connections=True)
+
+    def reset_after_fork(self) -> None:
+        """In a forked child: drop the parent's connections without touching them.
+
+        A socket inherited through ``fork`` is the parent's open conversation
+        with the server; a child that wrote on it (even a ``QUIT``) would mix
+        its replies with the parent's, and a ``shutdown(2)`` would end the
+        parent's session. Each inherited connection is only closed (our copy
+        of the descriptor: redis-py skips the shutdown in a process other than
+        the one that connected), and the pool starts empty, connecting afresh
+        on first use. The locks are replaced first: another parent thread may
+        have held one when the process forked, and nothing in the child would
+        ever release it.
+        """
+        pool = self._pool
+        inherited = list(getattr(pool, "_connections", ()))
+        pool._fork_lock = threading.RLock()
+        pool._lock = threading.RLock()
+        pool.reset()
+        for connection in inherited:
+            if connection.pid != os.getpid():  # never one made here: those would need a clean close
+                try:
+                    connection.disconnect()
+                except Exception:  # a half-built connection: the descriptor goes with it at exit
+                    pass
+
+    def available(self) -> int:
+        """Connections that can be checked out right now without waiting."""
+        return int(self._pool.pool.qsize())

@@ -1,0 +1,76 @@
+"""Core's built-in server middleware, registered by the ``core`` plugin.
+
+* :class:`InterruptHandler`, outermost: a job that raises
+  :class:`~wurk.errors.Interrupted` goes back, byte for byte as it was
+  fetched, to the end of its queue that the next fetch takes from, and the
+  processor acknowledges the old copy without booking a retry. It must stay
+  outermost, so no other middleware swallows the interruption.
+* :class:`Expiry`: a job whose ``expiry`` (stamped from ``expires_in`` at push
+  time) has passed is dropped before ``perform``. It still counts as
+  processed, and also as expired (``stat:expired``, statsd ``jobs.expired``),
+  and its outcome is ``died`` for the reason ``expired``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wurk.client.middleware import ServerMiddleware
+from wurk.current import current_job, current_jobstr, current_private, current_stopping
+from wurk.errors import Interrupted
+from wurk.plugins import outcomes
+from wurk.plugins.outcomes import Outcome
+from wurk.redis import keys
+from wurk.server.interrupts import booking
+from wurk.server.retry import Skip, booked_payload
+
+# The job's context variables (current_job and the others) live in the leaf
+# wurk.current, which the retry layer reads too; they stay importable from
+# here, where plugins and the testing modes import them.
+
+
+def stopping() -> bool:
+    """True once the processor running this job has been told to stop."""
+    poll = current_stopping.get()
+    return poll is not None and poll()
+
+
+class InterruptHandler(ServerMiddleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        try:
+            return call_next()
+        except Interrupted:
+            jobstr = current_jobstr.get()
+            private = current_private.get()
+            owner = self.config
+            if jobstr is None or private is None or owner is None:
+                raise
+            # A guarded move (pushed only if still in the private list), not a
+            # plain RPUSH: sent again after a lost reply, it moves nothing more.
+            script_keys = [private, keys.queue(queue)]
+            booking()  # its way back and the acknowledgement are not cut apart by a shutdown
+            owner.redis_pool.execute(lambda conn: owner.scripts.call("core.requeue", conn, script_keys, [jobstr]))
+            raise Skip() from None
+
+
+class Expiry(ServerMiddleware):
+    def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        expiry = job.get("expiry")
+        if expiry is None or time.time() <= float(expiry):
+            return call_next()
+        config = self.wurk_config
+        if config is not None:
+            stats = config.lookup("process_stats")
+            if stats is not None:
+                stats.count_expired()
+            config.statsd_increment("jobs.expired")
+        self.logger.info("expired: %s was due to run before %s", job.get("jid"), expiry)
+        if config is not None:
+            # Told here, where it is known; the processor then tells no success.
+            outcomes.report(config, Outcome.of("died", booked_payload(job), queue=queue, reason="expired"))
+        return None
+
+
+__all__ = ["Expiry", "InterruptHandler", "current_job", "current_jobstr", "current_stopping", "stopping"]

@@ -1,0 +1,73 @@
+"""The event loop that runs ``async def perform`` jobs.
+
+One loop per worker process, on a thread of its own, started on first use.
+A processor thread hands it a coroutine and waits for the result, so an
+``async`` job gets real asyncio (sockets, timers, ``gather``) while the
+thread count still bounds how many jobs run at once.
+
+A forked child inherits the runner but not its thread: the loop would look
+started and never run anything. The runner notices that its process changed
+and starts a loop of its own instead (see :mod:`wurk.server.forking`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Awaitable
+from typing import Any
+
+
+class LoopRunner:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _forget_after_fork(self) -> None:
+        """Drop what the parent's loop left behind, without closing it.
+
+        The inherited loop believes it is running (its thread was in
+        ``run_forever`` at the fork), so ``close`` would refuse; its selector
+        and self-pipe are only descriptors, gone with the child. The lock may
+        have been held by a parent thread that does not exist here. A runner
+        is first used in a child by the threads the child starts, one call
+        before any other, so the check needs no lock of its own.
+        """
+        self._lock = threading.Lock()
+        self._loop = self._thread = None
+        self._pid = os.getpid()
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        if self._pid != os.getpid():
+            self._forget_after_fork()
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="wurk-asyncio", daemon=True)
+                thread.start()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, awaitable: Awaitable[Any]) -> Any:
+        """Run ``awaitable`` on the loop and wait for its result in this thread."""
+        loop = self._ensure()
+
+        async def wrapper() -> Any:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), loop).result()
+
+    def stop(self) -> None:
+        if self._pid != os.getpid():
+            self._forget_after_fork()  # the parent's loop is the parent's to stop
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if thread is not None:
+                thread.join(timeout=5)
+            loop.close()
