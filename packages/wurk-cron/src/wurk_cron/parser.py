@@ -102,10 +102,6 @@ class Parser:
             return in_month and in_week  # the wildcard one matches every day anyway
         return in_month or in_week  # Vixie cron: both restricted means either
 
-    def matches(self, moment: datetime) -> bool:
-        """Whether a wall-clock minute matches every field."""
-        return moment.minute in self.minutes and moment.hour in self.hours and self.day_matches(moment)
-
     # -- the next fire ----------------------------------------------------------
 
     def next_fire_at(self, after: float, tz: tzinfo | None = None) -> int | None:

@@ -9,7 +9,6 @@ argument and the value it refused.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,9 +25,6 @@ MIN_TTL = 86_400
 UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86_400}
 
 POLICIES = ("raise", "ignore")
-
-#: A backoff: a number of seconds, or ``backoff(limiter, job, exc) -> seconds``.
-Backoff = Callable[[Any, dict[str, Any], BaseException], float] | float | int
 
 
 def name(value: Any) -> str:

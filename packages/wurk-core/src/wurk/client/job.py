@@ -39,9 +39,6 @@ if TYPE_CHECKING:
     from wurk.config.capsule import Capsule
     from wurk.config.configuration import Config
 
-#: What ``retry_in`` may return besides a number of seconds.
-RETRY_IN_ACTIONS = ("discard", "kill")
-
 
 def _check_options(owner: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """Catch the option mistakes that would otherwise surface in a worker."""

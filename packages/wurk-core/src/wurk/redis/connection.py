@@ -64,7 +64,6 @@ DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_POOL_TIMEOUT = 1.0
 DEFAULT_CONNECT_TIMEOUT = 1.0
 DEFAULT_READ_TIMEOUT = 2.5
-DEFAULT_WRITE_TIMEOUT = 2.5
 CONNECTION_ATTEMPTS = 3
 FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
 URL_SCHEMES = ("redis", "rediss", "unix")
@@ -394,7 +393,3 @@ class RedisPool:
                     connection.disconnect()
                 except Exception:  # a half-built connection: the descriptor goes with it at exit
                     pass
-
-    def available(self) -> int:
-        """Connections that can be checked out right now without waiting."""
-        return int(self._pool.pool.qsize())

@@ -115,10 +115,6 @@ class Launcher:
         return self.runtime.quieted
 
     @property
-    def stopped(self) -> bool:
-        return self.runtime.stopping
-
-    @property
     def heartbeat(self) -> Heartbeat | None:
         from wurk.server.heartbeat import Heartbeat
 

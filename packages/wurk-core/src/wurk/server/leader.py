@@ -89,9 +89,6 @@ class Leader(Component):
         False at once, before its election thread has noticed anything."""
         return self._promoted and time.monotonic() < self._until
 
-    #: The old name, kept for callers written before :meth:`leads`.
-    is_leader = leads
-
     def fence(self) -> int | None:
         """The ``leader-token`` taken at our promotion, or None when not leading."""
         return self.leadership().token

@@ -116,11 +116,6 @@ def is_inline() -> bool:
     return state.mode() == "inline"
 
 
-def _set_global_mode(new_mode: str) -> str:
-    """Set the process-wide mode; the previous one (the pytest fixtures' way in)."""
-    return state.set_global_mode(new_mode)
-
-
 def fake() -> ModeSetting:
     """Collect pushed jobs in :data:`queues` (process-wide, or this block)."""
     return ModeSetting(state, "fake")

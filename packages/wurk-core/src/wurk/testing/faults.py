@@ -251,10 +251,6 @@ class FaultProxy:
             self._close(link)
         return len(links)
 
-    def connections(self) -> int:
-        with self._lock:
-            return len(self._links)
-
     def _accept(self) -> None:
         while not self._stopped.is_set():
             try:
