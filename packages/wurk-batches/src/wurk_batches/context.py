@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from wurk.redis.connection import RedisPool
+    from wurk.types import Payload
     from wurk_batches.batch import Batch
 
 
@@ -33,13 +34,13 @@ class Frame:
     token: str
     flush_every: int | None = None
     added: int = 0
-    held: list[tuple[dict[str, Any], RedisPool]] = field(default_factory=list)
+    held: list[tuple[Payload, RedisPool]] = field(default_factory=list)
 
     @property
     def bid(self) -> str:
         return self.batch.bid
 
-    def holds(self, payload: dict[str, Any]) -> bool:
+    def holds(self, payload: Payload) -> bool:
         """Whether this block buffers ``payload`` (autoflush): its own
         immediate jobs only; a scheduled job is never held."""
         return self.flush_every is not None and payload.get("bid") == self.bid and payload.get("at") is None

@@ -26,6 +26,7 @@ from wurk.client import payload as wire
 from wurk.client.writers import PUSH, PushWriter, push_core
 from wurk.redis import fence
 from wurk.redis import keys as core_keys
+from wurk.types import Payload
 from wurk_batches import context
 from wurk_batches import keys as bkeys
 from wurk_batches.constants import DEFAULT_EXPIRY_SECONDS
@@ -34,8 +35,6 @@ from wurk_batches.middleware import counted_under_testing
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
     from wurk.redis.connection import RedisPool
-
-Payload = dict[str, Any]
 
 
 class BatchWriter(PushWriter):

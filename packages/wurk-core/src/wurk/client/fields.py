@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from wurk.client.payload import InvalidJobError, dumps, find_complex, is_native, is_text, label, short_repr
+from wurk.types import Payload
 
 
 class UnreadableJobError(ValueError):
@@ -156,6 +157,14 @@ def check_payload(job: Mapping[str, Any]) -> None:
             raise InvalidJobError(
                 f"job {label(job.get('class'))}: the option {key!r} is not native JSON: {find_complex(value, key)}"
             )
+
+
+def checked_payload(job: dict[str, Any]) -> Payload:
+    """``job`` once :func:`check_payload` has passed it: the one place where a
+    dict built by the client becomes a :data:`~wurk.types.Payload`, because
+    only here is every field known to hold its wire type."""
+    check_payload(job)
+    return cast("Payload", job)
 
 
 def read_job(jobstr: str | bytes) -> dict[str, Any]:

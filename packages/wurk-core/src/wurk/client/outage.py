@@ -36,7 +36,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
@@ -46,11 +46,12 @@ from wurk.plugins.component import Component
 from wurk.redis.connection import PoolTimeoutError
 from wurk.redis.fence import Unsettled, applied
 from wurk.server import forking
+from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
 
-Payload = dict[str, Any]
+
 Writer = Callable[[list[Payload]], None]
 
 #: Failures that mean "Redis is not there right now" (after the pool's retries).

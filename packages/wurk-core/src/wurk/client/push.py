@@ -19,6 +19,7 @@ from wurk.client import fields
 from wurk.client import payload as wire
 from wurk.client.payload import InvalidJobError
 from wurk.client.writers import PUSH, PushWriter, PushWriterRegistry, writers_for
+from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.client.middleware import Chain
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 BULK_BATCH_SIZE = 1000
 BULK_SCHEDULED_BATCH_SIZE = 100
-
-Payload = dict[str, Any]
 
 
 def _tag(tag: Any, job_class: str) -> str:
@@ -101,7 +100,7 @@ class Client:
         job_class = item["class"]
         options_of = getattr(job_class, "get_options", None)
         defaults = options_of(self.config) if callable(options_of) else dict(self.config.default_job_options)
-        normed: Payload = {**defaults, **item}
+        normed: dict[str, Any] = {**defaults, **item}
         name = wire.class_name(job_class)
         normed["class"] = name
         normed["args"] = list(normed["args"])
@@ -119,18 +118,17 @@ class Client:
         normed.setdefault("created_at", wire.now_ms())
         self._stamp_expiry(normed)
         normed["args"] = wire.verify_args(normed["args"], self.config["on_complex_arguments"], self.config.logger, name)
-        fields.check_payload(normed)
-        return normed
+        return fields.checked_payload(normed)
 
     @staticmethod
-    def _convert_durations(normed: Payload) -> None:
+    def _convert_durations(normed: dict[str, Any]) -> None:
         for key in ("retry_for", "expires_in"):
             if key in normed and normed[key] is not None:
                 seconds = wire.to_seconds(normed[key], f"job {normed['class']}: {key}")
                 normed[key] = int(seconds) if seconds.is_integer() else seconds
 
     @staticmethod
-    def _stamp_expiry(normed: Payload) -> None:
+    def _stamp_expiry(normed: dict[str, Any]) -> None:
         """``expires_in`` becomes an absolute ``expiry``, measured from ``at``
         for a scheduled job and from ``created_at`` otherwise. An existing
         ``expiry`` (a retried or promoted job) is kept."""
@@ -216,7 +214,7 @@ class Client:
             fresh = wire.new_jids(len(chunk))
             pushed: list[Payload] = []
             for offset, args in enumerate(chunk):
-                job = {**template, "args": args, "jid": fresh[offset]}
+                job: Payload = {**template, "args": args, "jid": fresh[offset]}
                 if ats:
                     job["at"] = ats[start + offset]
                 survivor = self._through_chain(job, pool) if chained else job

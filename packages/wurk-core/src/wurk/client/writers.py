@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any
 from wurk.client import payload as wire
 from wurk.errors import LostReplyError, PluginError, RedisConnectionError
 from wurk.redis import fence, keys
+from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
     from wurk.redis.connection import RedisPool
     from wurk.redis.scripts import ScriptRegistry
 
-Payload = dict[str, Any]
 
 #: A push from application code: ``push``, ``push_bulk``, the transaction-aware client.
 PUSH = "push"

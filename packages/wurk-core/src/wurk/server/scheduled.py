@@ -36,17 +36,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 
 from wurk.client import payload as wire
 from wurk.client.push import Client
-from wurk.client.writers import PROMOTE, Payload, PushWriter
+from wurk.client.writers import PROMOTE, PushWriter
 from wurk.errors import RedisConnectionError
 from wurk.plugins.component import Component
 from wurk.redis import fence, keys
 from wurk.server.retry import morgue
+from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
@@ -289,7 +290,7 @@ def _decoded(member: str | bytes) -> Payload | None:
         return None
     if not isinstance(item, dict) or not isinstance(item.get("class"), str) or not isinstance(item.get("queue"), str):
         return None
-    return item
+    return cast("Payload", item)  # read back from Redis: Wurk's own write, or Ruby's
 
 
 def _queue_of(member: str | bytes) -> str:
