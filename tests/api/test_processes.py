@@ -12,7 +12,8 @@ import pytest
 import wurk
 from tests.helpers import ROOT, WorkerPool, wait_for, wait_until_fetching_ended
 from tests.worker.worker_app import Record, Slow
-from wurk.api.processes import EmbeddedProcessError, Process, ProcessSet, Work, WorkSet
+from wurk.api.processes import Process, ProcessSet, Work, WorkSet
+from wurk.errors import EmbeddedProcessError
 
 FIXTURES = ROOT / "tests" / "fixtures" / "sidekiq-8.1.7"
 FAST = {"TEST_POLL_INTERVAL": "0.2", "TEST_HEARTBEAT_INTERVAL": "0.5"}

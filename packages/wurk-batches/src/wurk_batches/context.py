@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from wurk import Payload
     from wurk.redis.connection import RedisPool
-    from wurk.types import Payload
     from wurk_batches.batch import Batch
 
 

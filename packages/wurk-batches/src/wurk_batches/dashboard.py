@@ -24,9 +24,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wurk.api import JobRecord, Search
-from wurk.api.paging import page_by_score
-from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
+from wurk.api import JobRecord, Search, page_by_score
+from wurk.client.payload import ENCRYPTED_PLACEHOLDER, is_encrypted
 from wurk.plugins.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_batches import keys
 from wurk_batches.status import Status

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from wurk import Payload
 from wurk.client import payload as wire
 from wurk.client.writers import PUSH, PushWriter, push_core
 from wurk.redis import fence
 from wurk.redis import keys as core_keys
-from wurk.types import Payload
 from wurk_batches import context
 from wurk_batches import keys as bkeys
 from wurk_batches.constants import DEFAULT_EXPIRY_SECONDS

@@ -34,6 +34,7 @@ from wurk.plugins.component import Component
 from wurk.plugins.hookspecs import hookimpl, hookspec
 from wurk.plugins.manager import PLUGIN_API
 from wurk.server.embedded import configure_embed
+from wurk.types import Payload
 
 __all__ = [
     "PLUGIN_API",
@@ -51,6 +52,7 @@ __all__ = [
     "IterableJob",
     "Job",
     "LostReplyError",
+    "Payload",
     "PluginError",
     "RedisConnectionError",
     "ScriptError",

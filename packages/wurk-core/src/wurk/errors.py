@@ -94,6 +94,11 @@ class FrozenConfigError(WurkError, RuntimeError):
     """The configuration was changed after the worker froze it at boot."""
 
 
+class EmbeddedProcessError(WurkError):
+    """An embedded process cannot be quieted or stopped through Redis: it
+    runs inside a host process whose lifecycle its host owns."""
+
+
 class Shutdown(BaseException):
     """The process is shutting down: unwind the job without booking a failure.
 

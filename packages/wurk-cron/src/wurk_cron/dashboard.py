@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
+from wurk.client.payload import ENCRYPTED_PLACEHOLDER, is_encrypted
 from wurk.plugins.web import WebError, WebRegistry, WebRequest, script_view
 from wurk_cron import keys
 from wurk_cron.firing import enqueue_now, history, pause, unpause

@@ -24,7 +24,7 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from wurk.api.record import ENCRYPTED_MARK, is_encrypted
+from wurk.client.payload import ENCRYPTED_MARK, is_encrypted
 from wurk_crypto.errors import DecryptionError
 from wurk_crypto.keyring import Version
 

@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk.api.record import ACTIVE_JOB_WRAPPERS, DJANGO_TASK_WRAPPERS
+from wurk.client.payload import ACTIVE_JOB_WRAPPERS, DJANGO_TASK_WRAPPERS
 from wurk.client.registry import defined_job_class
 from wurk.errors import ConfigurationError
 from wurk_unique import keys

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from wurk.api import JobRecord, SortedEntry
-from wurk.api.record import ENCRYPTED_PLACEHOLDER, is_encrypted
+from wurk.client.payload import ENCRYPTED_PLACEHOLDER, is_encrypted
 
 #: What is shown instead of an encrypted value: the data API's own mask, so
 #: the dashboard and every other display say the same.

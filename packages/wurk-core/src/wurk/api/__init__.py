@@ -14,6 +14,7 @@ from wurk.api.dead import DeadSet
 from wurk.api.deploy import Deploy
 from wurk.api.entry import SortedEntry
 from wurk.api.iterable import IterableJobQuery
+from wurk.api.paging import page_by_score
 from wurk.api.processes import Process, ProcessSet, Work, WorkSet
 from wurk.api.profiles import ProfileRecord, ProfileSet
 from wurk.api.queue import Queue
@@ -44,4 +45,5 @@ __all__ = [
     "Stats",
     "Work",
     "WorkSet",
+    "page_by_score",
 ]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk.api._base import RedisAccess, as_int, busy_threads, text
 from wurk.api.record import JobRecord
-from wurk.errors import WurkError
+from wurk.errors import EmbeddedProcessError
 from wurk.redis import keys
 from wurk.server.scheduled import cleanup_processes
 
@@ -31,15 +31,11 @@ if TYPE_CHECKING:
     from wurk.config.configuration import Config
     from wurk.redis.connection import RedisPool
 
-__all__ = ["EmbeddedProcessError", "Process", "ProcessSet", "Work", "WorkSet", "Workers"]
+__all__ = ["Process", "ProcessSet", "Work", "WorkSet", "Workers"]
 
 #: The hash fields read for each process, in Sidekiq's order.
 FIELDS = ("info", "concurrency", "busy", "beat", "quiet", "rss", "rtt_us")
 SIGNAL_TTL = 60
-
-
-class EmbeddedProcessError(WurkError):
-    """An embedded process cannot be quieted or stopped through Redis."""
 
 
 class hybridmethod:

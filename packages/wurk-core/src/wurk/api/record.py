@@ -27,6 +27,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from wurk.api._base import RedisAccess, seconds_since, text, time_from_stamp
 from wurk.client import payload as wire
+from wurk.client.payload import (
+    ACTIVE_JOB_WRAPPERS,
+    DJANGO_TASK_WRAPPERS,
+    ENCRYPTED_PLACEHOLDER,
+    is_encrypted,
+)
 from wurk.redis import keys
 from wurk.server.failure import decompress_backtrace
 
@@ -34,31 +40,11 @@ if TYPE_CHECKING:
     from wurk.config.configuration import Config
     from wurk.redis.connection import RedisPool
 
-#: The wire classes Ruby's ActiveJob adapter enqueues; ``args[0]`` is the
-#: serialised ActiveJob (``job_class``, ``arguments``, ...).
-ACTIVE_JOB_WRAPPERS = frozenset({"Sidekiq::ActiveJob::Wrapper", "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"})
 #: ActionMailer's delivery jobs: their first two arguments are mailer and method.
 MAILER_JOBS = frozenset({"ActionMailer::DeliveryJob", "ActionMailer::MailDeliveryJob"})
-#: The wire class of a Django ``django.tasks`` task enqueued through Wurk. Its
-#: payload carries ``"wrapped": "<task path>"`` and one argument,
-#: ``{"task_path": "<task path>", "args": [...], "kwargs": {...}}``.
-DJANGO_TASK_WRAPPERS = frozenset({"wurk.contrib.django.backend.TaskWrapper"})
-
-ENCRYPTED_PLACEHOLDER = "[encrypted data]"
-#: The key marking an encrypted argument: wurk-crypto replaces the argument by
-#: ``{"__wurk_enc__": true, "v": <key version>, "iv": …, "ct": …, "tag": …}``.
-#: Core knows the shape, not the plugin, so every display masks ciphertext
-#: even where wurk-crypto is not installed or the ``encrypt`` flag was lost.
-ENCRYPTED_MARK = "__wurk_enc__"
 UNKNOWN_CLASS = "unknown"
 _AJ_PREFIX = "_aj_"
 _AJ_GLOBALID = "_aj_globalid"
-
-
-def is_encrypted(value: Any) -> bool:
-    """Whether ``value`` is an encrypted argument's envelope (by its shape, so
-    without the key, the plugin or the payload's ``encrypt`` flag)."""
-    return isinstance(value, dict) and value.get(ENCRYPTED_MARK) is True
 
 
 def iteration_key(jid: str) -> str:
@@ -395,14 +381,9 @@ def raw_latency(raw: bytes | str | None, now: float) -> float:
 
 
 __all__ = [
-    "ACTIVE_JOB_WRAPPERS",
-    "DJANGO_TASK_WRAPPERS",
-    "ENCRYPTED_MARK",
-    "ENCRYPTED_PLACEHOLDER",
     "IterableState",
     "JobRecord",
     "active_job_arguments",
-    "is_encrypted",
     "iteration_key",
     "payload_latency",
     "raw_latency",

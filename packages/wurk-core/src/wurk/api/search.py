@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from wurk.api._base import RedisAccess, text
 from wurk.api.record import JobRecord
@@ -102,6 +102,10 @@ def match_pattern(substring: str) -> str:
 
 class Search(RedisAccess):
     """One bounded search; ``results()`` runs it (once) and ``truncated`` tells how it ended."""
+
+    #: What a search may cover, and the most results it returns.
+    KINDS: ClassVar[tuple[str, ...]] = KINDS
+    MAX_LIMIT: ClassVar[int] = MAX_LIMIT
 
     def __init__(
         self,

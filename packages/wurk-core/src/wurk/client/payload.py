@@ -402,3 +402,27 @@ def main_module_name() -> str:
         return str(spec.name)
     path = getattr(main, "__file__", None)
     return Path(path).stem if path else "__main__"
+
+
+# -- what other code writes into a payload, known by its shape -----------------
+
+#: The wire classes Ruby's ActiveJob adapter enqueues; ``args[0]`` is the
+#: serialised ActiveJob (``job_class``, ``arguments``, ...).
+ACTIVE_JOB_WRAPPERS = frozenset({"Sidekiq::ActiveJob::Wrapper", "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"})
+#: The wire class of a Django ``django.tasks`` task enqueued through Wurk. Its
+#: payload carries ``"wrapped": "<task path>"`` and one argument,
+#: ``{"task_path": "<task path>", "args": [...], "kwargs": {...}}``.
+DJANGO_TASK_WRAPPERS = frozenset({"wurk.contrib.django.backend.TaskWrapper"})
+
+ENCRYPTED_PLACEHOLDER = "[encrypted data]"
+#: The key marking an encrypted argument: wurk-crypto replaces the argument by
+#: ``{"__wurk_enc__": true, "v": <key version>, "iv": …, "ct": …, "tag": …}``.
+#: Core knows the shape, not the plugin, so every display masks ciphertext
+#: even where wurk-crypto is not installed or the ``encrypt`` flag was lost.
+ENCRYPTED_MARK = "__wurk_enc__"
+
+
+def is_encrypted(value: Any) -> bool:
+    """Whether ``value`` is an encrypted argument's envelope (by its shape, so
+    without the key, the plugin or the payload's ``encrypt`` flag)."""
+    return isinstance(value, dict) and value.get(ENCRYPTED_MARK) is True

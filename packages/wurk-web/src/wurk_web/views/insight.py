@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from wurk.api import JobRecord, Search, SortedEntry, SortedSet
-from wurk.api.search import KINDS as SEARCH_KINDS
-from wurk.api.search import MAX_LIMIT as SEARCH_MAX
 from wurk.metrics import BUCKET_LABELS, Query, Result
 from wurk_web.present import entry_summary, job_summary
 from wurk_web.request import DashboardRequest
@@ -85,8 +83,8 @@ def job_metrics(request: DashboardRequest) -> dict[str, Any]:
 def search(request: DashboardRequest) -> dict[str, Any]:
     """Jobs containing ``q`` (any case) in the queues and sets (``kinds``, a comma list); bounded."""
     query = request.params.get("q", "").strip()
-    kinds = [kind for kind in request.params.get("kinds", "").split(",") if kind in SEARCH_KINDS]
-    limit = request.int_param("limit", 100, 1, SEARCH_MAX)
+    kinds = [kind for kind in request.params.get("kinds", "").split(",") if kind in Search.KINDS]
+    limit = request.int_param("limit", 100, 1, Search.MAX_LIMIT)
     found = Search(query, kinds=kinds or None, limit=limit, config=request.config, pool=request.pool)
     rows = []
     for row in found.results():

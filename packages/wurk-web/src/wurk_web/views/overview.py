@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from wurk.api import History, ProcessSet, Stats, WorkSet
-from wurk.api.processes import EmbeddedProcessError
+from wurk.errors import EmbeddedProcessError
 from wurk.metrics import Query
 from wurk.plugins.web import WebError
 from wurk_web.present import job_summary

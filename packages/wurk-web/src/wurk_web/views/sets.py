@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry
-from wurk.api.paging import page_by_score
+from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry, page_by_score
 from wurk.plugins.web import WebError
 from wurk_web.present import entry_summary, job_detail
 from wurk_web.request import DashboardRequest
