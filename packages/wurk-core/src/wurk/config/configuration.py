@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from wurk.client.middleware import Chain
 from wurk.client.outage import OutageLog
 from wurk.client.registry import JobRegistry
+from wurk.config import defaults
 from wurk.config.accessors import NamedAccessors
 from wurk.config.capsule import Capsule, QueueEntry
 from wurk.config.catalog import TYPO_CUTOFF, KnownKeys
@@ -389,3 +390,8 @@ class Config(NamedAccessors):
                 self.plugins.call.register_options(registry)
                 self._job_options_registry = registry
             return self._job_options_registry
+
+
+# The process default is built from this class; registered here so that
+# ``wurk.config.defaults``, read by the client and the data API, stays a leaf.
+defaults.provide(Config)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from wurk import testing
+from wurk.client import interception
 from wurk.client.job import Job
 from wurk.config.defaults import current_capsule, current_config
 from wurk.errors import Interrupted
@@ -171,7 +171,7 @@ class IterableJob(Job):
         the testing modes (a plain ``MyJob().perform()`` stays in memory).
         Decided once per run, so a run never writes half its state."""
         if self._persist is None:
-            return self.jid is not None and not testing.enabled()
+            return self.jid is not None and not interception.intercepting()
         return self._persist
 
     def perform(self, *args: Any) -> None:
