@@ -30,6 +30,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from wurk import current
 from wurk.client import interception
 from wurk.client import payload as wire
 from wurk.client.push import Client
@@ -236,9 +237,7 @@ class Job:
         shutdown): a long job checks it at safe points and raises
         :class:`~wurk.errors.Interrupted` to go back to its queue, rather than
         be cut off at the shutdown deadline. Always false outside a worker."""
-        from wurk.server.builtin_middleware import stopping
-
-        return stopping()
+        return current.stopping()
 
     # -- options --------------------------------------------------------------
 

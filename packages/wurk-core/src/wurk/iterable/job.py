@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from wurk.client import interception
 from wurk.client.job import Job
 from wurk.config.defaults import current_capsule, current_config
+from wurk.current import stopping
 from wurk.errors import Interrupted
 from wurk.iterable import enumerators, orm, state
-from wurk.server.builtin_middleware import stopping
 
 if TYPE_CHECKING:
     from wurk.redis.connection import RedisPool
