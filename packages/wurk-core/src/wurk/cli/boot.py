@@ -30,10 +30,10 @@ from typing import Any
 
 import yaml
 
-from wurk.client.registry import check_module_names
 from wurk.config import env
 from wurk.config.capsule import parse_queue
 from wurk.config.configuration import Config
+from wurk.config.settings import check_module_names
 from wurk.errors import ConfigurationError
 
 #: The plugin API (docs/plugins.md): the steps of a worker's boot, for a
