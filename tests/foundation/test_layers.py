@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("wurk.client",),
     ("wurk.server",),
     ("wurk.metrics", "wurk.iterable", "wurk.api", "wurk.testing"),
+    ("wurk.builtins",),  # core's own plugin: registers the server's parts and the metrics
     ("wurk.cli",),
     ("wurk",),
 ]
@@ -43,17 +44,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("wurk.config.configuration", "wurk.server.logger"): "config.logger defaults to the documented wurk.server.logger",
     # The client's one reach into a feature above it.
     ("wurk.client.push", "wurk.iterable.state"): "Client.cancel writes the iterable job's cancel mark, kept there",
-    # Core's own plugin is the composition root: it registers the server's
-    # components and middleware and the metrics through the same hooks as a
-    # feature package, and the plugin manager registers it first.
-    ("wurk.plugins.builtins", "wurk.server.builtin_middleware"): "core's plugin adds Expiry and InterruptHandler",
-    ("wurk.plugins.builtins", "wurk.server.profiler"): "core's plugin owns the profile option and its check",
-    ("wurk.plugins.builtins", "wurk.server.health"): "core's plugin starts the health check when configured",
-    ("wurk.plugins.builtins", "wurk.server.heartbeat"): "core's plugin registers the heartbeat component",
-    ("wurk.plugins.builtins", "wurk.server.reaper"): "core's plugin registers the reaper component",
-    ("wurk.plugins.builtins", "wurk.server.scheduled"): "core's plugin registers the scheduler component",
-    ("wurk.plugins.builtins", "wurk.metrics"): "core's plugin adds the metrics middleware and flushes",
-    ("wurk.plugins.builtins", "wurk.metrics.rollup"): "core's plugin registers the metrics rollup component",
 }
 
 
