@@ -1,11 +1,11 @@
 """Run inside the example project (docs/django.md): one action, its outcome as JSON.
 
-    python probe.py order ITEM [cancel]   a POST to the view, through Django's test client
-    python probe.py add A B               enqueue the add task; its result
-    python probe.py greet NAME            enqueue the greet task with a keyword argument
-    python probe.py result ID             the add task's result, read back through Django's API
-    python probe.py dashboard             the dashboard as anonymous, non-staff and staff users see it
-    python probe.py fork                  whether a forked child still holds the parent's connection
+python probe.py order ITEM [cancel]   a POST to the view, through Django's test client
+python probe.py add A B               enqueue the add task; its result
+python probe.py greet NAME            enqueue the greet task with a keyword argument
+python probe.py result ID             the add task's result, read back through Django's API
+python probe.py dashboard             the dashboard as anonymous, non-staff and staff users see it
+python probe.py fork                  whether a forked child still holds the parent's connection
 """
 
 import json
@@ -23,8 +23,15 @@ def result_json(result):
         value = result.return_value
     except ValueError:
         value = None
-    return {"id": result.id, "status": str(result.status), "return_value": value, "attempts": result.attempts,
-            "args": result.args, "kwargs": result.kwargs, "errors": len(result.errors)}
+    return {
+        "id": result.id,
+        "status": str(result.status),
+        "return_value": value,
+        "attempts": result.attempts,
+        "args": result.args,
+        "kwargs": result.kwargs,
+        "errors": len(result.errors),
+    }
 
 
 def main(action, *args):
@@ -79,8 +86,11 @@ def main(action, *args):
             os._exit(0)
         os.waitpid(pid, 0)
         child = os.read(read, 100).decode()
-        return {"child": child, "parent_still_connected": connection.connection is not None,
-                "parent_works": connection.cursor().execute("select 1").fetchone()[0]}
+        return {
+            "child": child,
+            "parent_still_connected": connection.connection is not None,
+            "parent_works": connection.cursor().execute("select 1").fetchone()[0],
+        }
     raise SystemExit(f"unknown action {action}")
 
 

@@ -53,13 +53,13 @@ WIRE_CLASS = "wurk.contrib.django.backend.TaskWrapper"
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class WurkTask(framework.Task):  # type: ignore[misc,valid-type]  # an untyped framework class
+class WurkTask(framework.Task):
     """A task with Wurk job options of its own: ``@task(job_options={"retry": 3})``."""
 
     job_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-class WurkBackend(framework.BaseTaskBackend):  # type: ignore[misc,valid-type]  # an untyped framework class
+class WurkBackend(framework.BaseTaskBackend):
     """``django.tasks`` on Wurk: enqueue pushes a job, a Wurk worker runs it."""
 
     task_class = WurkTask
@@ -176,7 +176,8 @@ class TaskWrapper(wurk.Job):
         task = load_task(envelope["task_path"])
         backend = framework.task_backends[task.backend]
         store = backend.store() if isinstance(backend, WurkBackend) else results.ResultStore(self.config)
-        record = store.load(self.jid) or _lost_record(self.jid, task, envelope)
+        jid = str(self.jid)
+        record = store.load(jid) or _lost_record(jid, task, envelope)
         result = results.to_result(record, task)
         now = timezone.now()
         record.update(status="RUNNING", started_at=record["started_at"] or now.isoformat())

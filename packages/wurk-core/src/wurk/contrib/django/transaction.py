@@ -21,9 +21,9 @@ def open_atomic_alias() -> str | None:
     database first; None in autocommit. Only connections this thread has
     used are looked at: one never opened cannot be in a transaction."""
     opened: list[Any] = connections.all(initialized_only=True)
-    atomic = [connection.alias for connection in opened if connection.in_atomic_block]
+    atomic = [str(connection.alias) for connection in opened if connection.in_atomic_block]
     if DEFAULT_DB_ALIAS in atomic:
-        return DEFAULT_DB_ALIAS
+        return str(DEFAULT_DB_ALIAS)
     return atomic[0] if atomic else None
 
 

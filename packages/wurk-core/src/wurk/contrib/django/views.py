@@ -22,6 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, StreamingHttpResponse
 from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
@@ -54,8 +55,12 @@ def dashboard_app() -> Callable[..., Iterable[bytes]]:
     global _app
     with _lock:
         if _app is None:
-            from wurk_web.mount import wsgi_app
-
+            try:
+                from wurk_web.mount import wsgi_app
+            except ImportError as exc:
+                raise ImproperlyConfigured(
+                    "the dashboard is wurk-web's: pip install wurk-web, or leave wurk.contrib.django.urls out"
+                ) from exc
             _app = wsgi_app()
         return _app
 
