@@ -22,8 +22,10 @@ import pytest
 from tests.helpers import claimed_jobs, wait_for
 from tests.worker import shutdown_app
 from tests.worker.shutdown_app import DiesAtOnce, ParkingFetcher, RetriesLater, Spins, Succeeds
+from wurk.errors import Shutdown
 from wurk.server import manager as manager_module
 from wurk.server.identity import ProcessIdentity
+from wurk.server.interrupts import Shield
 from wurk.server.loop import LoopRunner
 from wurk.server.manager import Manager
 from wurk.server.processor import ProcessStats
@@ -150,3 +152,36 @@ def test_an_interrupt_outside_every_section_lands_at_once(manager, redis):
     assert returned == 1
     assert placement(redis, jid) == {"queue": 1}  # given back once, booked nowhere
     assert_ledger_at_rest(manager)
+
+
+def test_a_settle_waiting_on_a_section_wakes_when_it_ends() -> None:
+    """The end of a section is told only to a waiting ``settle``: one that
+    waits while the acknowledgement runs returns once it ends, and a deferred
+    interrupt is raised there, in the thread that held it."""
+    shield = Shield(threading.current_thread())
+    settled: list[bool] = []
+    section = shield.critical()
+    section.__enter__()
+    assert shield.interrupt() is False
+    assert shield.pending
+    waiter = threading.Thread(target=lambda: settled.append(shield.settle(60.0)))
+    waiter.start()
+    wait_for(lambda: shield._settling == 1, timeout=30)
+    with pytest.raises(Shutdown):
+        section.__exit__(None, None, None)
+    waiter.join(30)
+    assert settled == [True]
+    assert shield.interrupted
+    assert not shield.inside
+
+
+def test_a_job_that_booked_nothing_releases_nothing() -> None:
+    """``release`` after a job that entered no booking leaves the shield as it
+    was: an interrupt asked for next is raised at once."""
+    shield = Shield(threading.Thread(target=lambda: None))
+    with shield.critical():
+        assert shield.inside
+    shield.release()
+    assert not shield.inside
+    assert not shield.pending
+    assert not shield.interrupted

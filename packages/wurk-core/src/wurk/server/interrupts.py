@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
 
 from wurk.errors import Shutdown
@@ -84,6 +83,8 @@ class Shield:
         self._pending = False
         #: Raised (or about to be): the thread enters no more sections.
         self._raised = False
+        #: Threads waiting in :meth:`settle`: only they need the end of a section told.
+        self._settling = 0
 
     @property
     def inside(self) -> bool:
@@ -111,17 +112,21 @@ class Shield:
         raise_in_thread(self.thread, None)
         raise Shutdown()
 
-    @contextmanager
-    def critical(self) -> Iterator[None]:
-        """A short section (the acknowledgement): an interrupt waits for its end."""
+    def critical(self) -> Shield:
+        """A short section (the acknowledgement), entered as ``with
+        shield.critical():``: an interrupt waits for its end. The shield is
+        its own context manager (sections nest by depth), since every job
+        enters one and a generator-based one costs a job microseconds."""
+        return self
+
+    def __enter__(self) -> None:
         with self._lock:
             if self._raised:
                 self._refuse()
             self._depth += 1
-        try:
-            yield
-        finally:
-            self._leave(depth=True)
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._leave(depth=True)
 
     def hold(self) -> None:
         """A booking starts: critical until :meth:`release`."""
@@ -135,6 +140,12 @@ class Shield:
     def release(self) -> None:
         """The processor is done with the job: a booking's section ends, and an
         interrupt asked for meanwhile is raised here."""
+        # Most jobs book nothing: with no section open there is nothing to
+        # end, and no interrupt can be pending (one is deferred only while a
+        # section is open, and delivered where the last one ends). Only this
+        # thread changes ``_held`` and ``_depth``, so it reads them unlocked.
+        if not self._held and not self._depth:
+            return
         self._leave(depth=False)
 
     def _leave(self, *, depth: bool) -> None:
@@ -143,9 +154,10 @@ class Shield:
                 self._depth -= 1
             else:
                 self._held = False
-            if self._busy():
+            if self._depth > 0 or self._held:
                 return
-            self._calm.notify_all()
+            if self._settling:
+                self._calm.notify_all()
             deliver = self._pending
             if deliver:
                 self._pending = False
@@ -172,4 +184,8 @@ class Shield:
         """Wait up to ``timeout`` seconds for the thread to leave its critical
         sections; whether it did."""
         with self._lock:
-            return self._calm.wait_for(lambda: not self._busy(), max(0.0, timeout))
+            self._settling += 1
+            try:
+                return self._calm.wait_for(lambda: not self._busy(), max(0.0, timeout))
+            finally:
+                self._settling -= 1
