@@ -162,6 +162,13 @@ class Config(NamedAccessors):
         for key, value in options.items():
             self[key] = value
 
+    def misspelling(self, key: str) -> str | None:
+        """The known option ``key`` looks like a misspelling of, the plugins'
+        settings included (``None`` for a known key, or one like none): for
+        a host that refuses a typo in its own settings instead of warning."""
+        _ = self.plugins
+        return self._keys.misspelling(key)
+
     def dig(self, *keys: Any) -> Any:
         value: Any = self
         for key in keys:
