@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 
-import wurk_web
 from fastapi import FastAPI, HTTPException, Request
 from sqlalchemy import ForeignKey, String, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 import wurk
+import wurk_web
 from wurk.contrib.asgi import WurkLifespan, mount_dashboard
 from wurk.contrib.sqlalchemy import transactional_push
 

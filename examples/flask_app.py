@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 
-import wurk_web
 from flask import Flask, abort, request
 from sqlalchemy import ForeignKey, String, create_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 import wurk
+import wurk_web
 from wurk.contrib.flask import Wurk
 from wurk.contrib.sqlalchemy import transactional_push
 

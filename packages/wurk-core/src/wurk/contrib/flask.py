@@ -62,7 +62,7 @@ class Wurk:
         configure_from(config, options, 'app.config["WURK"]')
         self.config = config
         app.extensions["wurk"] = self
-        app.wsgi_app = _marked(app.wsgi_app, config)  # type: ignore[method-assign]
+        app.wsgi_app = _marked(app.wsgi_app, config)  # type: ignore[method-assign, assignment]
         embedded = self._embedded_flag if self._embedded_flag is not None else app.config.get("WURK_EMBEDDED", False)
         if embedded and self.embedded is None:
             self.embedded = start_embedded(config, options)

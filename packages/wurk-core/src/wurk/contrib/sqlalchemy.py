@@ -83,10 +83,19 @@ def _ended(session: Session, transaction: SessionTransaction) -> None:
 
 
 def _committed(session: Session) -> None:
-    # after_commit fires for the outermost commit only: every push waiting,
-    # savepoints' included, is now backed by committed rows.
+    if session.in_nested_transaction():
+        return  # a savepoint released: its pushes wait for the outermost commit
+    # Every push waiting, savepoints' included, is now backed by committed
+    # rows. One that fails (Redis down, without reliable_push) must not cost
+    # the others their push; the first failure reaches the code that committed.
+    failure: Exception | None = None
     for _, callback in session.info.pop(PENDING, []):
-        callback()
+        try:
+            callback()
+        except Exception as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def _rolled_back(session: Session, previous_transaction: SessionTransaction) -> None:

@@ -1,0 +1,67 @@
+"""What the integrations share: ``import wurk`` imports no web framework, the
+application's settings are the YAML file's keys, and a preforking server's
+worker is recognised."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from wurk.contrib.hosting import configure_from, preforking_server
+from wurk.errors import ConfigurationError
+
+FRAMEWORKS = ["flask", "werkzeug", "fastapi", "starlette", "django", "sqlalchemy", "uvicorn", "gunicorn", "wurk_web"]
+
+
+def test_importing_wurk_imports_no_web_framework():
+    probe = (
+        f"import sys, wurk, wurk.contrib; print(sorted(m for m in sys.modules if m.split('.')[0] in {FRAMEWORKS!r}))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_probe_sees_a_framework_when_one_is_imported():
+    probe = f"import sys, wurk.contrib.sqlalchemy; print(sorted(m for m in sys.modules if m in {FRAMEWORKS!r}))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "sqlalchemy" in out
+
+
+def test_settings_take_the_yaml_files_keys(config):
+    configure_from(
+        config,
+        {
+            "concurrency": 3,
+            "queues": ["critical", "default"],
+            "capsules": {"single": {"concurrency": 1, "queues": ["serial"]}},
+            "labels": ["web"],
+            "redis": {"url": config.redis["url"]},
+            "my_middleware_setting": 1,  # a key of the application's own: kept
+        },
+        "settings",
+    )
+    assert config.concurrency == 3
+    assert config.queues == ["critical", "default"]
+    assert config.capsules["single"].queues == ["serial"]
+    assert config["labels"] == {"web"}
+    assert config["my_middleware_setting"] == 1
+
+
+def test_a_misspelt_key_or_a_bad_value_is_refused_in_one_line(config):
+    with pytest.raises(ConfigurationError) as caught:
+        configure_from(config, {"queues": ["a"], "concurrncy": 2}, "settings")
+    assert str(caught.value) == "settings: unknown option 'concurrncy'; did you mean 'concurrency'?"
+    with pytest.raises(ConfigurationError, match="concurrency"):
+        configure_from(config, {"concurrency": 0}, "settings")
+    with pytest.raises(ConfigurationError, match="must be a mapping"):
+        configure_from(config, ["queues"], "settings")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [({"SERVER_SOFTWARE": "gunicorn/23.0.0"}, "gunicorn"), ({"SERVER_SOFTWARE": "uvicorn"}, None), ({}, None)],
+)
+def test_a_gunicorn_worker_is_recognised_by_its_server_software(environ, expected):
+    assert preforking_server(environ) == expected
