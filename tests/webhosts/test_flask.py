@@ -60,6 +60,18 @@ def test_under_gunicorn_pushes_after_commit_for_a_real_worker_and_serves_the_das
     assert receipts(tmp_path / "orders.db") == [(placed["order"], "book", worker.pid)]
 
 
+def test_an_app_preloaded_in_gunicorns_master_refuses_once_there_and_still_enqueues(env, redis, tmp_path):
+    log = tmp_path / "gunicorn.log"
+    with gunicorn("flask_app:app", log, {**env, "WURK_EMBEDDED": "1"}, "--preload") as server:
+        # Loaded once, in the master, before the fork: one refusal, no threads to lose.
+        wait_for(lambda: server.lines_with(REFUSAL), timeout=60)
+        placed = server.http.post("/orders", data={"item": "book"}).json()
+        (payload,) = redis.lrange("queue:default", 0, -1)
+        assert json.loads(payload)["jid"] == placed["jid"]
+        assert redis.smembers(keys.PROCESSES) == set()
+    assert len(server.lines_with(REFUSAL)) == 1
+
+
 def test_flasks_own_server_runs_the_jobs_in_its_own_process_and_drains_at_exit(env, redis, tmp_path):
     port = free_port()
     command = ["-m", "flask", "--app", "flask_app", "run", "--port", str(port)]

@@ -4,13 +4,16 @@ worker is recognised."""
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
 
 import pytest
 
-from wurk.contrib.hosting import configure_from, preforking_server
+from wurk.contrib.hosting import configure_from, preforking_server, start_embedded
 from wurk.errors import ConfigurationError
+from wurk.redis import keys
 
 FRAMEWORKS = ["flask", "werkzeug", "fastapi", "starlette", "django", "sqlalchemy", "uvicorn", "gunicorn", "wurk_web"]
 
@@ -65,3 +68,43 @@ def test_a_misspelt_key_or_a_bad_value_is_refused_in_one_line(config):
 )
 def test_a_gunicorn_worker_is_recognised_by_its_server_software(environ, expected):
     assert preforking_server(environ) == expected
+
+
+@pytest.fixture
+def logged(config, caplog):
+    """The configuration's log, as records pytest captures."""
+    config.logger = logging.getLogger("tests.webhosts")
+    caplog.set_level(logging.INFO, logger="tests.webhosts")
+    return caplog
+
+
+def test_an_embedded_worker_takes_the_settings_concurrency_over_its_default_of_two(config, redis, logged):
+    instance = start_embedded(config, {"concurrency": 3})
+    assert instance is not None
+    try:
+        assert config.concurrency == 3
+        assert any("starting 3 threads" in message for message in logged.messages)
+        (identity,) = redis.smembers(keys.PROCESSES)
+        assert json.loads(redis.hget(identity, "info"))["embedded"] is True
+    finally:
+        instance.stop()
+    assert redis.smembers(keys.PROCESSES) == set()
+
+
+def test_wurk_disabled_starts_no_embedded_worker_and_says_so_in_one_line(config, redis, logged, monkeypatch):
+    monkeypatch.setenv("WURK_DISABLED", "1")
+    assert start_embedded(config, {}) is None
+    (record,) = logged.records
+    assert record.levelno == logging.INFO
+    assert record.getMessage() == "WURK_DISABLED=1: this web process enqueues jobs but runs none (no embedded worker)"
+    assert redis.smembers(keys.PROCESSES) == set()
+    assert not config.frozen  # nothing booted
+
+
+def test_a_gunicorn_worker_refuses_in_one_line(config, logged, monkeypatch):
+    monkeypatch.setenv("SERVER_SOFTWARE", "gunicorn/23.0.0")
+    assert start_embedded(config, {}) is None
+    (record,) = logged.records
+    assert record.levelno == logging.WARNING
+    assert "\n" not in record.getMessage()
+    assert record.getMessage().startswith("not starting the embedded worker: this process is a gunicorn worker")
