@@ -3,6 +3,7 @@ Redis at the commit and never on a rollback; the jid is known at once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -103,4 +104,34 @@ def test_sessions_of_another_factory_do_not_hold_pushes(sessions, redis, tmp_pat
     assert queued(redis) == [jid]
     other.rollback()
     assert queued(redis) == [jid]
+    other.close()
+
+
+def test_an_async_session_holds_its_pushes_to_its_commit(config, redis, tmp_path):
+    from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+    class ShopSession(Session):
+        """Its own class: the listeners go on the synchronous session class."""
+
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'shop.db'}")
+    factory = async_sessionmaker(engine, sync_session_class=ShopSession)
+    transactional_push(factory, config)
+    other = Session(create_engine(f"sqlite:///{tmp_path / 'other.db'}"))
+    other.execute(text("SELECT 1"))  # a plain session's transaction, open throughout
+
+    async def place() -> tuple[str, str]:
+        async with factory() as session:
+            async with session.begin():
+                await session.execute(text("CREATE TABLE orders (id INTEGER PRIMARY KEY)"))
+                committed = Ship.perform_async(1)
+                assert queued(redis) == []
+            await session.begin()
+            Ship.perform_async(2)
+            await session.rollback()
+            after = Ship.perform_async(3)  # no transaction open: at once
+        await engine.dispose()
+        return committed, after
+
+    committed, after = asyncio.run(place())
+    assert queued(redis) == [committed, after]
     other.close()

@@ -21,7 +21,9 @@ Which session a push belongs to: the one whose transaction began last in
 this context (thread or task) and is still open. Sessions are tracked through
 their own events (``after_transaction_create``, ``after_transaction_end``,
 ``after_commit``, ``after_rollback``, ``after_soft_rollback``), so nothing
-needs to be passed around.
+needs to be passed around. An ``AsyncSession`` works the same way: its
+events are those of the synchronous session it drives, run in the caller's
+context.
 """
 
 from __future__ import annotations
@@ -49,15 +51,28 @@ _open: ContextVar[tuple[Session, ...]] = ContextVar("wurk_sqlalchemy_open", defa
 def transactional_push(sessions: Any = Session, config: Config | None = None) -> None:
     """Make every push on ``config`` (the configuration at hand) wait for the
     commit of the session of ``sessions`` whose transaction is open."""
+    target = _sync_target(sessions)
     for name, listener in (
         ("after_transaction_create", _began),
         ("after_transaction_end", _ended),
         ("after_commit", _committed),
         ("after_soft_rollback", _rolled_back),
     ):
-        if not event.contains(sessions, name, listener):
-            event.listen(sessions, name, listener)
+        if not event.contains(target, name, listener):
+            event.listen(target, name, listener)
     _install(config or current_config(), _defer)
+
+
+def _sync_target(sessions: Any) -> Any:
+    """Where the events of ``sessions`` fire. An ``AsyncSession`` drives a
+    synchronous session inside, whose events are the ones SQLAlchemy fires:
+    an ``async_sessionmaker`` or ``AsyncSession`` class stands for its
+    synchronous session class (every session of that class)."""
+    kw = getattr(sessions, "kw", None)
+    if isinstance(kw, dict) and "sync_session_class" in kw:
+        return kw["sync_session_class"]
+    made = getattr(sessions, "class_", sessions)
+    return getattr(made, "sync_session_class", sessions)
 
 
 def _defer(callback: Callable[[], object]) -> None:
