@@ -8,6 +8,7 @@ import json
 import logging
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -108,3 +109,10 @@ def test_a_gunicorn_worker_refuses_in_one_line(config, logged, monkeypatch):
     assert record.levelno == logging.WARNING
     assert "\n" not in record.getMessage()
     assert record.getMessage().startswith("not starting the embedded worker: this process is a gunicorn worker")
+
+
+def test_a_uwsgi_worker_is_recognised_by_the_module_uwsgi_gives_its_workers(monkeypatch):
+    # uWSGI builds its ``uwsgi`` module into the interpreters of its workers;
+    # no uWSGI server runs in this suite, so the module stands in for one.
+    monkeypatch.setitem(sys.modules, "uwsgi", types.ModuleType("uwsgi"))
+    assert preforking_server({}) == "uWSGI"

@@ -4,7 +4,9 @@ Redis at the commit and never on a rollback; the jid is known at once."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -135,3 +137,14 @@ def test_an_async_session_holds_its_pushes_to_its_commit(config, redis, tmp_path
     committed, after = asyncio.run(place())
     assert queued(redis) == [committed, after]
     other.close()
+
+
+def test_a_session_dropped_without_being_closed_is_not_kept_alive(sessions, redis):
+    session = sessions()
+    session.execute(text("SELECT 1"))
+    dropped = weakref.ref(session)
+    del session
+    gc.collect()
+    assert dropped() is None
+    jid = Ship.perform_async(1)  # no session left open: at once
+    assert queued(redis) == [jid]

@@ -28,6 +28,7 @@ context.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -45,7 +46,9 @@ __all__ = ["transactional_push"]
 PENDING = "wurk_pending"
 
 #: The sessions with a transaction open in this context, the latest last.
-_open: ContextVar[tuple[Session, ...]] = ContextVar("wurk_sqlalchemy_open", default=())
+#: Held weakly: a session dropped without being closed must not live on in a
+#: pool thread's context.
+_open: ContextVar[tuple[weakref.ref[Session], ...]] = ContextVar("wurk_sqlalchemy_open", default=())
 
 
 def transactional_push(sessions: Any = Session, config: Config | None = None) -> None:
@@ -76,8 +79,9 @@ def _sync_target(sessions: Any) -> Any:
 
 
 def _defer(callback: Callable[[], object]) -> None:
-    for session in reversed(_open.get()):
-        if session.in_transaction():
+    for ref in reversed(_open.get()):
+        session = ref()
+        if session is not None and session.in_transaction():
             transaction = session.get_nested_transaction() or session.get_transaction()
             session.info.setdefault(PENDING, []).append((transaction, callback))
             return
@@ -85,13 +89,13 @@ def _defer(callback: Callable[[], object]) -> None:
 
 
 def _began(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None and session not in _open.get():
-        _open.set((*_open.get(), session))
+    if transaction.parent is None and all(ref() is not session for ref in _open.get()):
+        _open.set((*_open.get(), weakref.ref(session)))
 
 
 def _ended(session: Session, transaction: SessionTransaction) -> None:
     if transaction.parent is None:
-        _open.set(tuple(s for s in _open.get() if s is not session))
+        _open.set(tuple(ref for ref in _open.get() if ref() not in (session, None)))
         # A commit took its pushes already; what is left was never committed
         # (a session closed with its transaction still open rolls it back).
         session.info.pop(PENDING, None)
