@@ -126,7 +126,7 @@ def time_push(config: wurk.Config, jobs: int, batched: bool) -> float:
 
 
 def run_worker(url: str, marks: Path, env: dict[str, str], *queues: str) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "wurk.cli.main", "-r", str(Path(__file__).resolve()), "-c", "5"]
+    args = [sys.executable, "-m", "wurk.cli", "-r", str(Path(__file__).resolve()), "-c", "5"]
     for queue in queues:
         args += ["-q", queue]
     full = {**os.environ, "REDIS_URL": url, "BENCH_MARKS": str(marks), "PYTHONPATH": str(ROOT), **env}

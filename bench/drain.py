@@ -310,7 +310,7 @@ class Case:
 
 
 def _wurk_command(workdir: Path, url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "wurk.cli.main", "-r", "drain.py", "-q", "default", "-c", str(THREADS), *extra]
+    return [sys.executable, "-m", "wurk.cli", "-r", "drain.py", "-q", "default", "-c", str(THREADS), *extra]
 
 
 def _wurk_quiet_command(workdir: Path, url: str) -> list[str]:

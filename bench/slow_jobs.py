@@ -60,7 +60,7 @@ def run(jobs: int, seconds: float, concurrency: int) -> dict[str, float]:
                 payload = {"class": "slow_app.Slow", "args": [seconds], "jid": os.urandom(12).hex(), "queue": "default"}
                 conn.lpush("queue:default", json.dumps(payload))
             env = {**os.environ, "REDIS_URL": server.url, "PYTHONPATH": workdir}
-            command = [sys.executable, "-m", "wurk.cli.main", "-r", "slow_app", "-c", str(concurrency)]
+            command = [sys.executable, "-m", "wurk.cli", "-r", "slow_app", "-c", str(concurrency)]
             worker = subprocess.Popen(
                 command, env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )

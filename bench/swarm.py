@@ -250,7 +250,7 @@ class Fleet:
 
     def __init__(self, case: str, args: argparse.Namespace, workdir: Path, env: dict[str, str], fifo: Path) -> None:
         self.case = case
-        worker = [sys.executable, "-m", "wurk.cli.main", "-r", "swarm.py", "-q", "default", "-t", "5"]
+        worker = [sys.executable, "-m", "wurk.cli", "-r", "swarm.py", "-q", "default", "-t", "5"]
         if case == "one":
             commands = [[*worker, "-c", str(args.concurrency * args.processes)]]
         elif case == "swarm":

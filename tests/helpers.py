@@ -120,7 +120,7 @@ class WorkerPool:
         self.started: list[Subprocess] = []
 
     def start(self, *args: str, env: Mapping[str, str] | None = None) -> Subprocess:
-        command = [sys.executable, "-m", "wurk.cli.main", "-r", self.app, *args]
+        command = [sys.executable, "-m", "wurk.cli", "-r", self.app, *args]
         log = self.logs / f"worker-{len(self.started)}.log"
         full_env = {"REDIS_URL": self.redis_url, **self.env, **(env or {})}
         worker = Subprocess(command, env=full_env, cwd=self.cwd, log=log)

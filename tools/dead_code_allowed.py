@@ -69,3 +69,20 @@ UNFINISHED
 # Imported for a string annotation under TYPE_CHECKING.
 EncodableT
 FieldT
+
+# Read by Django by name: the app's AppConfig and its attributes, a management
+# command's hooks, a URLconf's patterns, a task backend's declared
+# capabilities and task class, and a database connection's reconnect time.
+WurkConfig
+verbose_name
+task_class
+supports_defer
+supports_async_task
+supports_get_result
+supports_priority
+_.close_at
+help
+_.run_from_argv
+_.print_help
+_.add_arguments
+urlpatterns

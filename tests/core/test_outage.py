@@ -282,7 +282,7 @@ def test_a_buffer_is_reset_in_a_forked_child_without_being_kept_alive(config):
     import weakref
 
     from wurk.client.outage import OutageBuffer
-    from wurk.server import forking
+    from wurk.config import forking
 
     buffer = OutageBuffer(config)
     assert buffer in set(forking._others)

@@ -79,7 +79,7 @@ def wurk_cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REDIS_URL": redis_url}
     env.pop("WURK_DISABLE_PLUGINS", None)
     return subprocess.run(
-        [sys.executable, "-m", "wurk.cli.main", "cron", *args],
+        [sys.executable, "-m", "wurk.cli", "cron", *args],
         env=env,
         cwd=ROOT,
         capture_output=True,

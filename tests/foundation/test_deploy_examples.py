@@ -301,7 +301,7 @@ def test_the_example_app_runs_under_a_real_worker(config, redis, redis_url, tmp_
     port = free_port()
     env = {"REDIS_URL": redis_url, "WURK_HEALTH_PORT": str(port), "PYTHONPATH": str(EXAMPLES)}
     worker = Subprocess(
-        [sys.executable, "-m", "wurk.cli.main", "-r", "app.py", "-e", "production", "-t", "20"],
+        [sys.executable, "-m", "wurk.cli", "-r", "app.py", "-e", "production", "-t", "20"],
         env=env,
         cwd=EXAMPLES,
         log=tmp_path / "worker.log",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import inspect
 
-from wurk.plugins import builtins, hookspecs
+from wurk import builtins
+from wurk.plugins import hookspecs
 
 
 def _implementations() -> list[str]:

@@ -44,6 +44,10 @@ ENTRY_POINTS = {
     "packages/wurk-core/src/wurk/server/embedded.py",
     # The dashboard application built without a configuration (a web process).
     "packages/wurk-web/src/wurk_web/app.py",
+    # Django's start-up configures the process default from settings.WURK, and
+    # ``manage.py wurk`` runs the worker on it, as ``wurk`` does.
+    "packages/wurk-core/src/wurk/contrib/django/apps.py",
+    "packages/wurk-core/src/wurk/contrib/django/management/commands/wurk.py",
 }
 
 

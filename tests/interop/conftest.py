@@ -125,7 +125,7 @@ class Interop:
     def start_python_worker(
         self, *, concurrency: int = 2, queues: Sequence[str] = ("default",), tag: str = "py-interop"
     ) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "wurk.cli.main", "-r", "tests.interop.interop_app", "-c", str(concurrency)]
+        argv = [sys.executable, "-m", "wurk.cli", "-r", "tests.interop.interop_app", "-c", str(concurrency)]
         argv += ["-g", tag, "-t", "3"]
         for queue in queues:
             argv += ["-q", queue]

@@ -437,7 +437,7 @@ def test_a_child_past_the_memory_limit_is_recycled_gracefully(swarms, redis):
 
 def test_wurk_swarm_and_wurkswarm_take_the_worker_flags():
     wurk_help = subprocess.run(
-        [sys.executable, "-m", "wurk.cli.main", "swarm", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "wurk.cli", "swarm", "--help"], capture_output=True, text=True, check=True
     ).stdout
     script_help = subprocess.run(
         [sys.executable, "-m", "wurk_swarm", "--help"], capture_output=True, text=True, check=True

@@ -116,3 +116,11 @@ def test_a_uwsgi_worker_is_recognised_by_the_module_uwsgi_gives_its_workers(monk
     # no uWSGI server runs in this suite, so the module stands in for one.
     monkeypatch.setitem(sys.modules, "uwsgi", types.ModuleType("uwsgi"))
     assert preforking_server({}) == "uWSGI"
+
+
+def test_settings_read_like_a_config_file_with_the_environments_section_merged(config, monkeypatch):
+    monkeypatch.setenv("APP_ENV", "production")
+    applied = configure_from(config, {":concurrency": 2, "queues": ["a"], "production": {"queues": ["b"]}}, "settings")
+    assert applied == {"concurrency": 2, "queues": ["b"]}
+    assert config.queues == ["b"]
+    assert config.concurrency == 2

@@ -141,7 +141,7 @@ def test_an_import_error_in_the_app_is_a_configuration_error_with_its_cause(tmp_
 def test_a_broken_app_stops_the_worker_with_one_line_and_exit_2(tmp_path, redis_url, monkeypatch, source, error, line):
     write(tmp_path / "broken_app.py", source)
     monkeypatch.delenv("WURK_DEBUG", raising=False)
-    worker = Subprocess.python("-m", "wurk.cli.main", "-r", "broken_app.py", env={"REDIS_URL": redis_url}, cwd=tmp_path)
+    worker = Subprocess.python("-m", "wurk.cli", "-r", "broken_app.py", env={"REDIS_URL": redis_url}, cwd=tmp_path)
     output = worker.output()  # read before asserting, so the pipe is always drained and closed
     assert worker.wait(30) == 2, output
     assert "Traceback" not in output

@@ -357,7 +357,7 @@ class PidOneWorker:
 
     def __init__(self, redis_url: str, log: Path, env: dict[str, str]) -> None:
         argv = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
-        argv += [sys.executable, "-m", "wurk.cli.main", "-r", APP, "-c", "2"]
+        argv += [sys.executable, "-m", "wurk.cli", "-r", APP, "-c", "2"]
         with log.open("wb") as out:
             self.proc = subprocess.Popen(
                 argv,

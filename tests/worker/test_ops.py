@@ -134,7 +134,7 @@ def ask_on_a_terminal(redis_url, answer):
 
     leader, follower = pty.openpty()
     env = {**os.environ, "REDIS_URL": redis_url}
-    command = [sys.executable, "-m", "wurk.cli.main", "kill-all", "retry"]
+    command = [sys.executable, "-m", "wurk.cli", "kill-all", "retry"]
     child = subprocess.Popen(command, stdin=follower, stdout=follower, stderr=follower, env=env)
     os.close(follower)
     seen = b""

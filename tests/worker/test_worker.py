@@ -282,7 +282,9 @@ def test_two_workers_elect_exactly_one_leader(workers, redis):
     wait_for(lambda: redis.get("dear-leader") not in (None, leader.encode()), timeout=3 + 1 + 5)
     assert time.monotonic() - started <= 3 + 1 + 5
     assert int(redis.get("dear-leader").decode().split(":")[1]) == loser.pid
-    assert int(redis.get("leader-token")) == token + 1
+    # Greater, not exactly one more: on a loaded machine a lease may lapse and be
+    # won again before the kill, and each election moves the fence on.
+    assert int(redis.get("leader-token")) > token
     loser.signal(signal.SIGTERM)
     assert loser.wait(30) == 0
     assert redis.get("dear-leader") is None  # released on a graceful stop

@@ -1,7 +1,7 @@
 """Wurk: a fast, reliable background-job system for Python that speaks
 Sidekiq's Redis protocol, so Python and Ruby processes can share one Redis."""
 
-from wurk import testing
+from wurk import builtins, testing
 from wurk._version import __version__
 from wurk.client.job import Job, job
 from wurk.client.middleware import Chain, ClientMiddleware, ServerMiddleware
@@ -32,9 +32,13 @@ from wurk.errors import (
 from wurk.iterable import IterableJob
 from wurk.plugins.component import Component
 from wurk.plugins.hookspecs import hookimpl, hookspec
-from wurk.plugins.manager import PLUGIN_API
+from wurk.plugins.manager import PLUGIN_API, provide_core_plugin
 from wurk.server.embedded import configure_embed
 from wurk.types import Payload
+
+# Core's own plugin sits above the server and metrics it registers; the plugin
+# manager below them is handed it here, before any configuration can load it.
+provide_core_plugin(builtins)
 
 __all__ = [
     "PLUGIN_API",

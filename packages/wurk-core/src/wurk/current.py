@@ -56,6 +56,12 @@ current_job: ContextVar[dict[str, Any] | None] = ContextVar("wurk_current_job", 
 current_stopping: ContextVar[Callable[[], bool] | None] = ContextVar("wurk_current_stopping", default=None)
 
 
+def stopping() -> bool:
+    """True once the processor running this job has been told to stop."""
+    poll = current_stopping.get()
+    return poll is not None and poll()
+
+
 def mark(config: Config, capsule: Capsule | None = None) -> None:
     """Mark this thread (this context) as run by ``config`` for good: a
     thread Wurk starts for one configuration calls it once, first."""
@@ -86,4 +92,5 @@ __all__ = [
     "running",
     "running_capsule",
     "running_config",
+    "stopping",
 ]

@@ -1,6 +1,6 @@
 """A swarm child: what a freshly forked worker process does until it exits.
 
-By the time :func:`run_child` runs, :mod:`wurk.server.forking` has already reset
+By the time :func:`run_child` runs, :mod:`wurk.config.forking` has already reset
 every configuration (the parent's sockets dropped, locks replaced) and fired
 ``fork``. The child then:
 

@@ -18,6 +18,7 @@ and the ``job_packages`` option then become the only packages a payload's
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import os
@@ -30,10 +31,11 @@ from typing import Any
 
 import yaml
 
-from wurk.client.registry import check_module_names
 from wurk.config import env
 from wurk.config.capsule import parse_queue
+from wurk.config.catalog import TYPO_CUTOFF
 from wurk.config.configuration import Config
+from wurk.config.settings import check_module_names
 from wurk.errors import ConfigurationError
 
 #: The plugin API (docs/plugins.md): the steps of a worker's boot, for a
@@ -48,7 +50,9 @@ __all__ = [
     "expand_env",
     "find_config_file",
     "load_config_file",
+    "options_from",
     "queue_flag",
+    "refuse_misspelt",
     "require_app",
     "validate",
 ]
@@ -95,12 +99,41 @@ def load_config_file(path: str | Path, environment: str, environ: Mapping[str, s
         raise ConfigurationError(f"config file {path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigurationError(f"config file {path} must hold a mapping of options")
-    options: dict[str, Any] = _symbolize(data)
+    return options_from(data, environment)
+
+
+def options_from(data: Mapping[Any, Any], environment: str) -> dict[str, Any]:
+    """The options in a config file's mapping (or an integration's, such as
+    Django's ``settings.WURK``), with the environment's section merged in."""
+    options: dict[str, Any] = _symbolize(dict(data))
     overlay = options.pop(environment, None)
     if isinstance(overlay, dict):
         options.update(overlay)
     options.pop("strict", None)  # strict fetch no longer exists
     return options
+
+
+#: Keys a config file may hold besides the declared settings: what
+#: :func:`apply_options` and the flags read themselves.
+FILE_KEYS = frozenset({"capsules", "redis", "labels", "require", "environment", "config_file", "verbose"})
+
+
+def refuse_misspelt(config: Config, options: Mapping[str, Any], source: str) -> None:
+    """Refuse a key of ``options`` that looks like a misspelling of a known
+    one, in one line naming ``source``; other unknown keys pass, since the
+    configuration is open to the keys of the application's own middleware.
+
+    The command line only warns (a worker keeps running); an integration
+    that reads its options at start-up, where a typo would silently do
+    nothing, refuses instead.
+    """
+    known = config.settings.names() | FILE_KEYS | {"concurrency", "queues"}
+    for key in options:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=TYPO_CUTOFF)
+        if close:
+            raise ConfigurationError(f"{source}: unknown option {key!r}; did you mean {close[0]!r}?")
 
 
 def find_config_file(require: str) -> Path | None:

@@ -128,7 +128,7 @@ def _run(data_dir: Path, count: int, seconds: float, web_port: int | None) -> No
         click.echo(f"client: enqueued {len(jids)} jobs of wurk.cli.demo (one for in 5 s, one that fails and retries)")
         click.echo(f"worker: REDIS_URL={server.url} wurk {' '.join(WORKER_ARGS)}")
         worker = subprocess.Popen(
-            [sys.executable, "-m", "wurk.cli.main", *WORKER_ARGS],
+            [sys.executable, "-m", "wurk.cli", *WORKER_ARGS],
             env={**os.environ, "REDIS_URL": server.url},
             start_new_session=True,  # Ctrl-C reaches the demo, which stops the worker once, gracefully
         )
@@ -160,7 +160,7 @@ def _free_port(preferred: int) -> int:
 def _start_dashboard(url: str, preferred: int) -> subprocess.Popen[bytes]:
     port = _free_port(preferred)
     dashboard = subprocess.Popen(
-        [sys.executable, "-m", "wurk.cli.main", "web", "--port", str(port)],
+        [sys.executable, "-m", "wurk.cli", "web", "--port", str(port)],
         env={**os.environ, "REDIS_URL": url},
         stdout=subprocess.DEVNULL,
         start_new_session=True,

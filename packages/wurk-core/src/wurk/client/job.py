@@ -30,6 +30,8 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from wurk import current
+from wurk.client import interception
 from wurk.client import payload as wire
 from wurk.client.push import Client
 from wurk.config.defaults import current_capsule, current_config
@@ -186,14 +188,12 @@ class Setter:
 
     def perform_inline(self, *args: Any) -> Any:
         """Run now, in this thread, through the real client and server chains."""
-        from wurk.testing import run_inline
-
         client: Any = self._client()  # the plain client, or a replacement built on it
         normed = client.normalize_item(self._item(args))
         pushed = client._through_chain(normed, client._pool_for(normed))
         if pushed is None:
             return None
-        return run_inline(self.job_class, pushed, client.config.server_middleware)
+        return interception.testing_helpers().run_inline(self.job_class, pushed, client.config.server_middleware)
 
     perform_sync = perform_inline
 
@@ -237,9 +237,7 @@ class Job:
         shutdown): a long job checks it at safe points and raises
         :class:`~wurk.errors.Interrupted` to go back to its queue, rather than
         be cut off at the shutdown deadline. Always false outside a worker."""
-        from wurk.server.builtin_middleware import stopping
-
-        return stopping()
+        return current.stopping()
 
     # -- options --------------------------------------------------------------
 
@@ -321,39 +319,28 @@ class Job:
     # On ``wurk.Job`` itself these cover every class (``wurk.Job.jobs`` is the
     # whole store); on a subclass, that class only. See ``wurk.testing``.
 
-    from wurk.testing.store import JobsAttribute
-
     #: This class's fake payloads, in push order (a new list on each access).
-    jobs = JobsAttribute()
-    del JobsAttribute
+    jobs = interception.JobsAttribute()
 
     @classmethod
     def clear(cls) -> None:
         """Drop this class's fake jobs, leaving other classes' alone."""
-        from wurk import testing
-
-        testing.clear(cls)
+        interception.testing_helpers().clear(cls)
 
     @classmethod
     def drain(cls) -> int:
         """Run and remove this class's fake jobs, including ones pushed meanwhile."""
-        from wurk import testing
-
-        return testing.drain(cls)
+        return interception.testing_helpers().drain(cls)
 
     @classmethod
     def perform_one(cls) -> Any:
         """Run and remove the oldest fake job; ``perform``'s return value."""
-        from wurk import testing
-
-        return testing.perform_one(cls)
+        return interception.testing_helpers().perform_one(cls)
 
     @classmethod
     def process_job(cls, job: dict[str, Any]) -> Any:
         """Run one payload through the testing server chain."""
-        from wurk import testing
-
-        return testing.process_job(cls, job)
+        return interception.testing_helpers().process_job(cls, job)
 
     @classmethod
     def execute_job(cls, instance: Job, args: list[Any]) -> Any:
@@ -363,16 +350,12 @@ class Job:
     @staticmethod
     def clear_all() -> None:
         """Empty the fake store."""
-        from wurk import testing
-
-        testing.clear_all()
+        interception.testing_helpers().clear_all()
 
     @staticmethod
     def drain_all() -> int:
         """Run fake jobs of every class until the store is empty."""
-        from wurk import testing
-
-        return testing.drain_all()
+        return interception.testing_helpers().drain_all()
 
 
 class JobFunction:

@@ -38,14 +38,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from redis.exceptions import ConnectionError as RedisPyConnectionError
-from redis.exceptions import TimeoutError as RedisPyTimeoutError
-
-from wurk.errors import ConfigurationError, RedisConnectionError, WurkError
+from wurk.config import forking
+from wurk.errors import ConfigurationError, WurkError
 from wurk.plugins.component import Component
-from wurk.redis.connection import PoolTimeoutError
+from wurk.redis.connection import TRANSIENT
 from wurk.redis.fence import Unsettled, applied
-from wurk.server import forking
 from wurk.types import Payload
 
 if TYPE_CHECKING:
@@ -54,11 +51,7 @@ if TYPE_CHECKING:
 
 Writer = Callable[[list[Payload]], None]
 
-#: Failures that mean "Redis is not there right now" (after the pool's retries).
-TRANSIENT = (RedisConnectionError, RedisPyConnectionError)
 OVERFLOW_MODES = ("drop_oldest", "raise")
-#: What the outage log counts: the above, and a socket that stopped answering.
-UNREACHABLE = (*TRANSIENT, RedisPyTimeoutError)
 
 #: How the outage log names a push that went to the buffer.
 PUSH_CONTEXT = "buffered_push"
@@ -67,13 +60,6 @@ PUSH_CONTEXT = "buffered_push"
 REMINDER_INTERVAL = 60.0
 #: Seconds without a failure after which an outage nobody saw end is over.
 STALE_OUTAGE = 300.0
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Whether ``exc`` means the server cannot be reached (rather than that it
-    answered with an error). A pool with no free connection is not an outage
-    but an undersized pool, and is reported on its own."""
-    return isinstance(exc, UNREACHABLE) and not isinstance(exc, PoolTimeoutError)
 
 
 def _summary(exc: BaseException) -> str:

@@ -33,7 +33,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from wurk.client import payload as wire
-from wurk.errors import ConfigurationError, WurkError
+from wurk.config.settings import check_module_names, is_dotted_name
+from wurk.errors import WurkError
 
 
 class UnknownJobError(WurkError, LookupError):
@@ -43,21 +44,6 @@ class UnknownJobError(WurkError, LookupError):
     failed, that error is the ``__cause__`` (and is quoted in the message), so
     a missing dependency of the job's module is not mistaken for a typo.
     """
-
-
-def check_module_names(key: str, value: Any) -> list[str]:
-    """``value`` as a list of dotted module names, or a ConfigurationError.
-
-    A lone string is refused rather than split into characters: YAML's
-    ``job_packages: myapp.jobs`` is an easy slip for a one-item list.
-    """
-    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
-        raise ConfigurationError(f"{key} must be a list of package names such as ['myapp.jobs'], got {value!r}")
-    names = list(value)
-    for name in names:
-        if not _is_dotted_name(name):
-            raise ConfigurationError(f"{key}: {name!r} is not a dotted module name such as 'myapp.jobs'")
-    return names
 
 
 def real_job_class(target: Any) -> type | None:
@@ -126,7 +112,7 @@ class JobRegistry:
 
     def _import(self, name: str) -> type:
         parts = name.split(".")
-        if len(parts) < 2 or not _is_dotted_name(name):
+        if len(parts) < 2 or not is_dotted_name(name):
             raise UnknownJobError(f"no job named {name!r}: {self._advice()}")
         allowed = self.allowed
         missing: ModuleNotFoundError | None = None
@@ -202,10 +188,6 @@ def defined_job_class(name: str) -> type | None:
         except wire.InvalidJobError:
             continue  # a class defined inside a function has no wire name
     return found
-
-
-def _is_dotted_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 def _within(module_name: str, packages: Iterable[str]) -> bool:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from wurk.config.settings import check_event
 from wurk.errors import ConfigurationError
-from wurk.plugins.events import check_event
 
 if TYPE_CHECKING:
     from wurk.config.capsule import Capsule
@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from wurk.plugins.manager import Plugins
     from wurk.redis.connection import RedisPool
     from wurk.redis.pools import ConfigPools
+
+#: Seconds between attempts to take over a shared health port that another
+#: process holds (``wurk.server.health`` uses it too).
+SHARE_RETRY = 5.0
 
 
 class NamedAccessors:
@@ -171,11 +175,9 @@ class NamedAccessors:
 
         ``share=True`` is for several processes of one host on one port (a
         swarm's children): a process that finds the port taken waits and
-        tries every ``retry`` seconds (default ``wurk.server.health.SHARE_RETRY``)
+        tries every ``retry`` seconds (default :data:`SHARE_RETRY`)
         instead of failing its boot, so a survivor takes over the probes.
         """
-        from wurk.server.health import SHARE_RETRY
-
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise ConfigurationError(f"health_check port must be 0..65535, got {port!r}")
         if not isinstance(bind, str) or not bind.strip():

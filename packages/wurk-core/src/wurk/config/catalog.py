@@ -92,23 +92,15 @@ class KnownKeys:
             distribution,
         )
 
-    def misspelling(self, key: str) -> str | None:
-        """The known option that ``key``, unknown itself, is close enough to
-        be a misspelling of; ``None`` for a known key or one like none."""
-        if self.is_known(key) or key in self.published:
-            return None
-        known = self.settings.names() | self._declared | self.published.keys()
-        close = difflib.get_close_matches(key, known, n=1, cutoff=TYPO_CUTOFF)
-        return close[0] if close else None
-
     def _suggest(self, key: str) -> bool:
         """Warn if ``key`` looks like a misspelt known option; whether it did."""
         if not isinstance(key, str):
             return False
-        close = self.misspelling(key)
-        if close is None:
+        known = self.settings.names() | self._declared | self.published.keys()
+        close = difflib.get_close_matches(key, known, n=1, cutoff=TYPO_CUTOFF)
+        if not close:
             return False
-        self._logger().warning("unknown option %r; did you mean %r?", key, close)
+        self._logger().warning("unknown option %r; did you mean %r?", key, close[0])
         return True
 
     def adopt(self, settings: SettingRegistry, options: MutableMapping[str, Any]) -> None:

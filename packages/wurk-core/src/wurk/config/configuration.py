@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from wurk.client.middleware import Chain
 from wurk.client.outage import OutageLog
 from wurk.client.registry import JobRegistry
+from wurk.config import defaults, forking
 from wurk.config.accessors import NamedAccessors
 from wurk.config.capsule import Capsule, QueueEntry
 from wurk.config.catalog import TYPO_CUTOFF, KnownKeys
@@ -39,7 +40,6 @@ from wurk.plugins.services import Services
 from wurk.redis.connection import DEFAULT_URL
 from wurk.redis.pools import ConfigPools
 from wurk.redis.scripts import ScriptRegistry
-from wurk.server import forking
 
 if TYPE_CHECKING:
     from wurk.plugins.manager import Plugins
@@ -161,13 +161,6 @@ class Config(NamedAccessors):
         """Merge ``options`` in (the guides' ``merge!``)."""
         for key, value in options.items():
             self[key] = value
-
-    def misspelling(self, key: str) -> str | None:
-        """The known option ``key`` looks like a misspelling of, the plugins'
-        settings included (``None`` for a known key, or one like none): for
-        a host that refuses a typo in its own settings instead of warning."""
-        _ = self.plugins
-        return self._keys.misspelling(key)
 
     def dig(self, *keys: Any) -> Any:
         value: Any = self
@@ -291,7 +284,7 @@ class Config(NamedAccessors):
     def reset_after_fork(self) -> None:
         """In a forked child: let go of what belongs to the parent process.
 
-        :mod:`wurk.server.forking` calls this before the ``fork`` event. Every pool
+        :mod:`wurk.config.forking` calls this before the ``fork`` event. Every pool
         keeps its identity but reconnects afresh, scripts are loaded again,
         the statsd client is rebuilt from ``dogstatsd`` on next use, the
         outage log starts with no outage, and the parent worker's counters
@@ -396,3 +389,8 @@ class Config(NamedAccessors):
                 self.plugins.call.register_options(registry)
                 self._job_options_registry = registry
             return self._job_options_registry
+
+
+# The process default is built from this class; registered here so that
+# ``wurk.config.defaults``, read by the client and the data API, stays a leaf.
+defaults.provide(Config)

@@ -19,16 +19,27 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from wurk.config.configuration import Config
 from wurk.current import running_capsule, running_config
 
 if TYPE_CHECKING:
     from wurk.config.capsule import Capsule
+    from wurk.config.configuration import Config
 
-F = TypeVar("F", bound=Callable[[Config], object])
+F = TypeVar("F", bound="Callable[[Config], object]")
 
 _lock = threading.Lock()
 _default: Config | None = None
+# How the default is built: :mod:`wurk.config.configuration` registers its
+# class here when it is imported (``wurk`` imports it), so this module, which
+# the client and the data API read, never imports the configuration, its
+# settings and its plugin manager.
+_factory: Callable[[], Config] | None = None
+
+
+def provide(factory: Callable[[], Config]) -> None:
+    """Register how the process default is built (the ``Config`` class)."""
+    global _factory
+    _factory = factory
 
 
 def default_config() -> Config:
@@ -36,7 +47,9 @@ def default_config() -> Config:
     global _default
     with _lock:
         if _default is None:
-            _default = Config()
+            if _factory is None:
+                raise RuntimeError("wurk.config.configuration is not imported: import wurk first")
+            _default = _factory()
         return _default
 
 

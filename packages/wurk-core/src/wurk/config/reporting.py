@@ -11,8 +11,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wurk.client.outage import is_outage
 from wurk.config import env
+from wurk.redis.connection import is_outage
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config

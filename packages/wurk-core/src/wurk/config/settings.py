@@ -36,9 +36,50 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Final
 
-from wurk.client.registry import check_module_names
 from wurk.errors import ConfigurationError, PluginError
-from wurk.plugins.hookspecs import LIFECYCLE_EVENTS
+
+#: Lifecycle events in the order a worker process goes through them. Each has a
+#: ``wurk_<event>(config)`` hook (:mod:`wurk.plugins.hookspecs`), and
+#: ``config.on(event, ...)`` takes a callback for it.
+LIFECYCLE_EVENTS = (
+    "startup",
+    "before_fork",
+    "fork",
+    "quiet",
+    "shutdown",
+    "exit",
+    "heartbeat",
+    "beat",
+    "leader",
+    "leader_lost",
+)
+
+
+def check_event(event: str) -> None:
+    """Refuse a lifecycle event name that is not one of :data:`LIFECYCLE_EVENTS`."""
+    if event not in LIFECYCLE_EVENTS:
+        raise ConfigurationError(f"unknown lifecycle event {event!r}; expected one of {', '.join(LIFECYCLE_EVENTS)}")
+
+
+def is_dotted_name(name: Any) -> bool:
+    """Whether ``name`` reads as a dotted module name (``myapp.jobs``)."""
+    return isinstance(name, str) and bool(name) and all(part.isidentifier() for part in name.split("."))
+
+
+def check_module_names(key: str, value: Any) -> list[str]:
+    """``value`` as a list of dotted module names, or a ConfigurationError.
+
+    A lone string is refused rather than split into characters: YAML's
+    ``job_packages: myapp.jobs`` is an easy slip for a one-item list.
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ConfigurationError(f"{key} must be a list of package names such as ['myapp.jobs'], got {value!r}")
+    names = list(value)
+    for name in names:
+        if not is_dotted_name(name):
+            raise ConfigurationError(f"{key}: {name!r} is not a dotted module name such as 'myapp.jobs'")
+    return names
+
 
 #: A setting's check: ``check(key, value)`` raises ConfigurationError, naming
 #: the key and the value, when the value is wrong. It may return a normalised

@@ -1,7 +1,18 @@
-"""Wurk inside the web frameworks Python applications already run: Flask
-(:mod:`wurk.contrib.flask`), ASGI applications such as FastAPI and Starlette
-(:mod:`wurk.contrib.asgi`), SQLAlchemy's sessions for pushes that wait for the
-commit (:mod:`wurk.contrib.sqlalchemy`), and what they share
-(:mod:`wurk.contrib.hosting`). Each module imports its framework only when it
-is itself imported, and each framework is an extra of ``wurk-core``
-(``wurk-core[flask]``), so ``import wurk`` never imports one."""
+"""Integrations with the web frameworks Python applications run on.
+
+Each integration is an optional module that imports its framework only when
+it is itself imported, never from ``import wurk``: a worker, or an
+application on another framework, loads none of them. Their dependencies are
+extras of ``wurk-core`` (``pip install 'wurk-core[django]'``).
+
+* :mod:`wurk.contrib.django`: a Django app (``"wurk.contrib.django"`` in
+  ``INSTALLED_APPS``) and a backend for Django's ``django.tasks``
+  (:mod:`wurk.contrib.django.backend`).
+* :mod:`wurk.contrib.flask`: a Flask extension (``wurk-core[flask]``).
+* :mod:`wurk.contrib.asgi`: a lifespan, a middleware and the dashboard's
+  mount for FastAPI, Starlette and other ASGI applications (``wurk-core[asgi]``).
+* :mod:`wurk.contrib.sqlalchemy`: pushes held to an SQLAlchemy session's
+  commit (``wurk-core[sqlalchemy]``).
+* :mod:`wurk.contrib.hosting`: what the Flask and ASGI integrations share:
+  settings from the application, and the embedded worker a web process may run.
+"""

@@ -59,8 +59,7 @@ class WurkLifespan:
     ) -> None:
         # Outside any worker, the configuration at hand is the process default.
         self.config = config or current_config()
-        self.options = dict(options or {})
-        configure_from(self.config, self.options, SOURCE)
+        self.options = configure_from(self.config, options or {}, SOURCE)
         self.embedded = embedded
 
     def __call__(self, app: object) -> AbstractAsyncContextManager[None]:
@@ -74,8 +73,8 @@ async def wurk_lifespan(
     """The same as :class:`WurkLifespan`, for ``async with`` inside a lifespan
     of your own; yields the configuration."""
     config = config or current_config()
-    configure_from(config, options or {}, SOURCE)
-    async with _running(config, dict(options or {}) if embedded else None):
+    applied = configure_from(config, options or {}, SOURCE)
+    async with _running(config, applied if embedded else None):
         yield config
 
 

@@ -58,8 +58,7 @@ class Wurk:
     def init_app(self, app: Flask) -> None:
         # Outside any worker, the configuration at hand is the process default.
         config = self._given or current_config()
-        options = app.config.get("WURK") or {}
-        configure_from(config, options, 'app.config["WURK"]')
+        options = configure_from(config, app.config.get("WURK") or {}, 'app.config["WURK"]')
         self.config = config
         app.extensions["wurk"] = self
         app.wsgi_app = _marked(app.wsgi_app, config)  # type: ignore[method-assign, assignment]

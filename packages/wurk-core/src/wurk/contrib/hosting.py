@@ -2,7 +2,8 @@
 turned into a configuration, and the embedded worker a web process may run.
 
 The settings are the keys of the YAML file (``redis``, ``queues``,
-``concurrency``, ``capsules``...), read by the same code as the file. Unlike a
+``concurrency``, ``capsules``..., Sidekiq's ``:key:`` spelling, a section per
+environment merged over the rest), read by the same code as the file. Unlike a
 key written straight into a configuration, which is only warned about (third
 parties read keys of their own from it), a misspelt key in the framework's
 settings is refused: it sits in a file the user wrote for Wurk alone, and a
@@ -30,7 +31,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from wurk.cli.boot import apply_options
+from wurk.cli import boot
 from wurk.config import env
 from wurk.config.configuration import Config
 from wurk.errors import ConfigurationError
@@ -41,17 +42,18 @@ from wurk.server.embedded import Embedded, configure_embed
 PLUGIN_SWITCHES = ("plugins", "disabled_plugins")
 
 
-def configure_from(config: Config, options: Mapping[str, Any], source: str) -> None:
+def configure_from(config: Config, settings: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Write the application's Wurk settings (``source`` names them in errors)
-    into ``config``, refusing a key that looks like a misspelt option."""
-    if not isinstance(options, Mapping):
-        raise ConfigurationError(f"{source} must be a mapping of Wurk options, got {type(options).__name__}")
-    config.update({key: options[key] for key in PLUGIN_SWITCHES if key in options})
-    for key in options:
-        close = config.misspelling(str(key))
-        if close is not None:
-            raise ConfigurationError(f"{source}: unknown option {key!r}; did you mean {close!r}?")
-    apply_options(config, {key: value for key, value in options.items() if key not in PLUGIN_SWITCHES})
+    into ``config``, as a config file's, refusing a key that looks like a
+    misspelt option; returns the options applied."""
+    if not isinstance(settings, Mapping):
+        raise ConfigurationError(f"{source} must be a mapping of Wurk options, got {type(settings).__name__}")
+    options = boot.options_from(settings, env.environment(None))
+    options.pop("environment", None)  # chosen by APP_ENV, as for a config file
+    config.update({key: options.pop(key) for key in PLUGIN_SWITCHES if key in options})
+    boot.refuse_misspelt(config, options, source)
+    boot.apply_options(config, options)
+    return options
 
 
 def preforking_server(environ: Mapping[str, str] | None = None) -> str | None:

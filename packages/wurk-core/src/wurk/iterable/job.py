@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from wurk import testing
+from wurk.client import interception
 from wurk.client.job import Job
 from wurk.config.defaults import current_capsule, current_config
+from wurk.current import stopping
 from wurk.errors import Interrupted
 from wurk.iterable import enumerators, orm, state
-from wurk.server.builtin_middleware import stopping
 
 if TYPE_CHECKING:
     from wurk.redis.connection import RedisPool
@@ -171,7 +171,7 @@ class IterableJob(Job):
         the testing modes (a plain ``MyJob().perform()`` stays in memory).
         Decided once per run, so a run never writes half its state."""
         if self._persist is None:
-            return self.jid is not None and not testing.enabled()
+            return self.jid is not None and not interception.intercepting()
         return self._persist
 
     def perform(self, *args: Any) -> None:

@@ -37,8 +37,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from wurk.config.settings import LIFECYCLE_EVENTS, check_event
 from wurk.errors import ConfigurationError
-from wurk.plugins.hookspecs import LIFECYCLE_EVENTS, hookimpl
+from wurk.plugins.hookspecs import hookimpl
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
@@ -52,11 +53,6 @@ REVERSED_EVENTS = frozenset({"quiet", "shutdown", "exit"})
 
 #: How a callback plugin is named in the plugin manager (``config.on:startup:3``).
 NAME_PREFIX = "config.on:"
-
-
-def check_event(event: str) -> None:
-    if event not in LIFECYCLE_EVENTS:
-        raise ConfigurationError(f"unknown lifecycle event {event!r}; expected one of {', '.join(LIFECYCLE_EVENTS)}")
 
 
 class Callback:

@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING
 
 import pluggy
 
+from wurk.config.settings import LIFECYCLE_EVENTS as LIFECYCLE_EVENTS
+
 if TYPE_CHECKING:
     import click
 
@@ -68,20 +70,9 @@ PROJECT = "wurk"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-#: Lifecycle events in the order a worker process goes through them. Each has a
-#: ``wurk_<event>(config)`` hook below.
-LIFECYCLE_EVENTS = (
-    "startup",
-    "before_fork",
-    "fork",
-    "quiet",
-    "shutdown",
-    "exit",
-    "heartbeat",
-    "beat",
-    "leader",
-    "leader_lost",
-)
+# The lifecycle events, in the order a worker process goes through them, are
+# named with the configuration (``config.on``); each has a ``wurk_<event>(config)``
+# hook below.
 
 
 @hookspec(historic=True)

@@ -16,7 +16,7 @@ first implementation that raises; the lifecycle hooks and ``wurk_job_outcome``
 promise more (a failing plugin is reported and the others still run), so each
 of their implementations is registered *contained* (see :class:`_Manager`).
 
-Core registers its own built-ins (``wurk.plugins.builtins``, under the name ``core``)
+Core registers its own built-ins (``wurk.builtins``, under the name ``core``)
 through the same hooks, and they cannot be switched off.
 
 Plugins ship in distributions versioned apart from core, so each says which
@@ -95,7 +95,25 @@ CORE_PLUGIN = "core"
 #: through the dispatch's ``config.handle_exception`` and the next still runs.
 CONTAINED_HOOKS = frozenset({*(f"wurk_{event}" for event in hookspecs.LIFECYCLE_EVENTS), "wurk_job_outcome"})
 
-logger = logging.getLogger("wurk.plugins.manager")
+logger = logging.getLogger("wurk.plugins")
+
+#: Core's own plugin, :mod:`wurk.builtins`. It wires the server's components
+#: and middleware and the metrics, which sit above this folder, so it is
+#: handed down by ``wurk/__init__`` (which every ``wurk.*`` import runs first)
+#: instead of imported from here.
+_core_plugin: ModuleType | None = None
+
+
+def provide_core_plugin(module: ModuleType) -> None:
+    """Set the module registered as the ``core`` plugin of every configuration."""
+    global _core_plugin
+    _core_plugin = module
+
+
+def core_plugin() -> ModuleType:
+    if _core_plugin is None:  # wurk/__init__ provides it before anything can build a Config
+        raise PluginError("core's plugin (wurk.builtins) was never provided: import wurk first")
+    return _core_plugin
 
 
 def parse_disabled(value: str | Iterable[str] | None) -> frozenset[str]:
@@ -289,9 +307,7 @@ class Plugins:
         self._pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets the call too.
         self._pm.hook.wurk_addhooks.call_historic(kwargs={"pluginmanager": self._pm})
-        from wurk.plugins import builtins
-
-        self._pm.register(builtins, name=CORE_PLUGIN)
+        self._pm.register(core_plugin(), name=CORE_PLUGIN)
         for name in self.disabled:
             self._pm.set_blocked(name)
         if entry_points:

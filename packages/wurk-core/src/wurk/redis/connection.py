@@ -82,6 +82,20 @@ class PoolTimeoutError(RedisPyConnectionError):
     """No connection became free within the pool's checkout timeout."""
 
 
+#: Failures that mean "Redis is not there right now" (after the pool's retries).
+TRANSIENT = (RedisConnectionError, RedisPyConnectionError)
+
+#: What the outage log counts: the above, and a socket that stopped answering.
+UNREACHABLE = (*TRANSIENT, RedisPyTimeoutError)
+
+
+def is_outage(exc: BaseException) -> bool:
+    """Whether ``exc`` means the server cannot be reached (rather than that it
+    answered with an error). A pool with no free connection is not an outage
+    but an undersized pool, and is reported on its own."""
+    return isinstance(exc, UNREACHABLE) and not isinstance(exc, PoolTimeoutError)
+
+
 class _Sends(threading.local):
     """How many commands this thread has started to send, ever: an attempt
     that raised after the count moved may have been applied by the server."""

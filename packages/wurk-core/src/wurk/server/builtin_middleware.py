@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wurk.client.middleware import ServerMiddleware
-from wurk.current import current_job, current_jobstr, current_private, current_stopping
+from wurk.current import current_job, current_jobstr, current_private, current_stopping, stopping
 from wurk.errors import Interrupted
 from wurk.plugins import outcomes
 from wurk.plugins.outcomes import Outcome
@@ -26,15 +26,10 @@ from wurk.redis import keys
 from wurk.server.interrupts import booking
 from wurk.server.retry import Skip, booked_payload
 
-# The job's context variables (current_job and the others) live in the leaf
-# wurk.current, which the retry layer reads too; they stay importable from
-# here, where plugins and the testing modes import them.
-
-
-def stopping() -> bool:
-    """True once the processor running this job has been told to stop."""
-    poll = current_stopping.get()
-    return poll is not None and poll()
+# The job's context variables (current_job and the others) and ``stopping``
+# live in the leaf wurk.current, which the retry layer and the job class read
+# too; they stay importable from here, where plugins and the testing modes
+# import them.
 
 
 class InterruptHandler(ServerMiddleware):

@@ -28,6 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from wurk.config.accessors import SHARE_RETRY
 from wurk.errors import ConfigurationError
 from wurk.plugins.component import Component
 
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 #: children take turns on one health port.
 __all__ = ["SHARE_RETRY", "HealthCheck", "share_port"]
 
-#: Seconds between attempts to take over a shared port that another process holds.
-SHARE_RETRY = 5.0
 #: Seconds the accept loop waits for a request before it checks for a stop request.
 POLL = 0.2
 

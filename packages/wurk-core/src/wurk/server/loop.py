@@ -7,7 +7,7 @@ thread count still bounds how many jobs run at once.
 
 A forked child inherits the runner but not its thread: the loop would look
 started and never run anything. The runner notices that its process changed
-and starts a loop of its own instead (see :mod:`wurk.server.forking`).
+and starts a loop of its own instead (see :mod:`wurk.config.forking`).
 """
 
 from __future__ import annotations

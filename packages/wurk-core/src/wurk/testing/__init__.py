@@ -1,7 +1,10 @@
 """Testing modes: run or collect jobs in-process instead of writing to Redis.
 
 Three modes, read by the client at the one place every push goes through
-(``Client.raw_push``), after the client middleware has run:
+(``Client.raw_push``), after the client middleware has run. The client does
+not import this package: switching a mode on installs the testing state in
+:mod:`wurk.client.interception`, and importing this package registers its
+helpers there (``MyJob.drain()``, ``MyJob.jobs``, ``perform_inline``):
 
 * ``disable`` (the default): pushes go to Redis, as in production;
 * ``fake``: pushes are collected in an in-memory store (:data:`queues`), and
@@ -26,16 +29,18 @@ chain that starts empty, not the production server chain. There is no retry,
 logging, stats or heartbeat on this path: exceptions propagate to the test.
 
 All of this state lives in one :class:`~wurk.testing.harness.TestingState`,
-:data:`state`; the functions here delegate to it. The client reads
-``state.active`` before anything else, so while the modes are off the testing
-check on a push is that one flag read.
+:data:`state`; the functions here delegate to it. While the modes
+are off nothing is installed, so the testing check on a push is one
+attribute read.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from wurk.client import interception
 from wurk.testing.harness import (
     MODES,
     EmptyQueueError,
@@ -178,3 +183,8 @@ def drain_all() -> int:
     """Run fake jobs of every class, oldest first, until the store is empty;
     the number run."""
     return state.drain_all()
+
+
+# The client's job helpers call these functions through the slot the client
+# keeps for them; registered once, here, because the client must not import us.
+interception.helpers = cast("interception.TestingHelpers", sys.modules[__name__])

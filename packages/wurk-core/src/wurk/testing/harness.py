@@ -5,9 +5,11 @@ The client asks the harness about every push, so the answer must cost nothing
 in production. :attr:`TestingState.active` is a plain attribute that is true
 only while some mode other than ``disable`` may be in force: the process-wide
 mode is not ``disable``, or a ``fake``/``inline`` block is open in *some*
-thread. Only then does the client read the block's context variable, so a
-block in one thread raises the flag for all threads, and each thread still
-gets its own answer from :meth:`TestingState.mode`.
+thread. Switching a mode on installs the state as the client's interceptor
+(:data:`wurk.client.interception.interceptor`), and switching the last one off
+removes it: only while it is installed does the client read the block's
+context variable, so a block in one thread raises the flag for all threads,
+and each thread still gets its own answer from :meth:`TestingState.mode`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from wurk.client import interception
 from wurk.client import payload as wire
 from wurk.client.middleware import Chain
 from wurk.errors import WurkError
@@ -142,6 +145,10 @@ class TestingState:
         # Called with the lock held; a single assignment, so readers without
         # the lock see either the old value or the new one.
         self.active = self._global_mode != "disable" or self._open_blocks > 0
+        if self.active:
+            interception.interceptor = self
+        elif interception.interceptor is self:
+            interception.interceptor = None
 
     # -- the client's hook -------------------------------------------------------
 

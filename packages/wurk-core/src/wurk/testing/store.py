@@ -18,7 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from wurk.client import payload as wire
+from wurk.client.interception import FakeJobs
 from wurk.types import Payload
+
+__all__ = ["FakeJobs", "Queues"]
 
 #: Sort key of payloads added to a live list by hand: after everything filed.
 _UNFILED = float("inf")
@@ -143,22 +146,3 @@ class Queues:
     def take_any(self) -> Payload | None:
         """Remove and return the oldest payload of any class."""
         return self.take_first(None)
-
-
-class FakeJobs(list[Payload]):
-    """The payloads ``MyJob.jobs`` returns: a new list on each access.
-
-    Calling it (``MyJob.jobs()``) returns the same list, so both spellings work.
-    """
-
-    def __call__(self) -> FakeJobs:
-        return self
-
-
-class JobsAttribute:
-    """``MyJob.jobs``: the class's fake payloads; on ``wurk.Job`` itself, all of them."""
-
-    def __get__(self, instance: object, owner: type) -> FakeJobs:
-        from wurk import testing
-
-        return FakeJobs(testing.jobs(owner))

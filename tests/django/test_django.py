@@ -1,0 +1,210 @@
+"""wurk.contrib.django in a real project: the example project of docs/django.md,
+written to disk from the page, on a SQLite file, with real workers started by
+``manage.py wurk``.
+
+The same tests run on Django 5.2 with the django-tasks backport (the main
+environment) and on Django 6 with its built-in django.tasks (.ci/run's
+Python 3.12 step).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, Subprocess, wait_for
+from wurk.api import Queue, ScheduledSet
+from wurk.contrib.django import keys
+
+pytest.importorskip("django")
+
+PAGE = ROOT / "docs" / "django.md"
+FILE_BLOCK = re.compile(r"^```python file=(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+MANAGE = """\
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shopsite.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)
+"""
+
+
+def write_project(root: Path) -> None:
+    files = FILE_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
+    assert {name for name, _ in files} >= {"shopsite/settings.py", "shop/tasks.py", "shopsite/urls.py"}
+    for name, source in files:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(source, encoding="utf-8")
+    (root / "manage.py").write_text(MANAGE, encoding="utf-8")
+    shutil.copy(Path(__file__).with_name("probe.py"), root / "probe.py")
+
+
+class Site:
+    def __init__(self, root: Path, redis_url: str) -> None:
+        self.root = root
+        self.env = {"REDIS_URL": redis_url, "PYTHONPATH": str(root)}
+        self.workers: list[Subprocess] = []
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, *args],
+            cwd=self.root,
+            env={**_base_env(), **self.env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if check:
+            assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    def probe(self, *args: str) -> dict:
+        return json.loads(self.run("probe.py", *args).stdout.strip().splitlines()[-1])
+
+    def worker(self, *args: str) -> Subprocess:
+        log = self.root / f"worker-{len(self.workers)}.log"
+        process = Subprocess([sys.executable, "manage.py", "wurk", *args], env=self.env, cwd=self.root, log=log)
+        self.workers.append(process)
+        return process
+
+    def rows(self, sql: str) -> list[tuple]:
+        with sqlite3.connect(self.root / "db.sqlite3") as db:
+            return db.execute(sql).fetchall()
+
+
+def _base_env() -> dict[str, str]:
+    import os
+
+    return {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+
+
+@pytest.fixture
+def site(tmp_path, redis_url):
+    write_project(tmp_path)
+    project = Site(tmp_path, redis_url)
+    project.run("manage.py", "migrate", "--run-syncdb", "-v", "0")
+    yield project
+    for worker in project.workers:
+        worker.stop(timeout=15)
+
+
+def test_a_push_in_a_transaction_waits_for_the_commit_and_the_job_sees_the_row(site, redis):
+    cancelled = site.probe("order", "lamp", "cancel")
+    assert cancelled["status"] == 200
+    assert re.fullmatch(r"[0-9a-f]{24}", cancelled["jid"])
+    placed = site.probe("order", "desk")
+    # The cancelled order's push was dropped with its row; the committed one's is in Redis.
+    assert site.rows("select id, item from shop_order") == [(placed["order"], "desk")]
+    (payload,) = [json.loads(raw) for raw in redis.lrange("queue:mail", 0, -1)]
+    assert (payload["jid"], payload["args"]) == (placed["jid"], [placed["order"]])
+
+    site.worker("-q", "mail", "-c", "2")
+    wait_for(lambda: site.rows("select receipt_sent from shop_order") == [(1,)], timeout=60)
+    wait_for(lambda: redis.get("stat:processed") == b"1", timeout=30)
+    assert redis.zcard("retry") == 0
+    assert redis.zcard("dead") == 0
+
+
+def test_a_task_runs_on_a_worker_and_its_result_comes_back_through_django(site, redis, config):
+    enqueued = site.probe("add", "2", "3")
+    assert enqueued["status"] == "READY"
+    greeted = site.probe("greet", "Ada")
+
+    # The data API shows the task, not its wrapper.
+    (record,) = Queue("default", config=config)
+    assert record.klass == "wurk.contrib.django.backend.TaskWrapper"
+    assert (record.display_class, record.display_args) == ("shop.tasks.add", [2, 3])
+    assert record.jid == enqueued["id"]
+    (mail,) = Queue("mail", config=config)
+    assert (mail.display_class, mail.display_args) == ("shop.tasks.greet", ["Ada", {"punctuation": "?"}])
+    assert mail["retry"] == 5
+    assert mail["tags"] == ["greetings"]
+    assert record["retry"] == 3  # the backend's JOB_OPTIONS
+    assert redis.ttl(keys.task_result(enqueued["id"])) > 3000
+
+    site.worker("-q", "default", "-q", "mail", "-c", "2")
+    wait_for(lambda: _status(redis, enqueued["id"]) == "SUCCESSFUL", timeout=60)
+    wait_for(lambda: _status(redis, greeted["id"]) == "SUCCESSFUL", timeout=60)
+    result = site.probe("result", enqueued["id"])
+    assert result["status"] == "SUCCESSFUL"
+    assert result["return_value"] == 5
+    assert result["attempts"] == 1
+    assert result["args"] == [2, 3]
+    assert result["before_refresh"] == "SUCCESSFUL"
+
+
+def test_a_deferred_task_is_a_scheduled_job(site, redis, config):
+    site.run(
+        "-c",
+        "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'shopsite.settings'; django.setup();"
+        "from datetime import timedelta; from django.utils import timezone; from shop.tasks import add;"
+        "print(add.using(run_after=timezone.now() + timedelta(hours=1)).enqueue(1, 1).id)",
+    )
+    (entry,) = ScheduledSet(config=config)
+    assert entry.display_class == "shop.tasks.add"
+    assert entry.display_args == [1, 1]
+    assert entry.at.timestamp() > time.time() + 3000
+
+
+def _status(redis, result_id: str) -> str | None:
+    raw = redis.get(keys.task_result(result_id))
+    return json.loads(raw)["status"] if raw else None
+
+
+def test_the_dashboard_is_for_staff_behind_django_login(site, redis):
+    seen = site.probe("dashboard")
+    assert seen["anonymous"][0] == 302
+    assert "/accounts/login/" in seen["anonymous"][1]
+    assert seen["clerk"] == 403
+    assert seen["staff"] == 200
+    assert seen["base"]
+    assert seen["queues"] == {"queues": []}
+    assert seen["pause"] == 200
+    assert redis.smembers("paused") == {b"mail"}
+
+
+def test_a_forked_child_drops_the_parents_database_connection(site):
+    seen = site.probe("fork")
+    assert seen == {"child": "dropped", "parent_still_connected": True, "parent_works": 1}
+
+
+def test_a_misspelt_wurk_setting_stops_the_project_in_one_line(site):
+    settings = site.root / "shopsite" / "settings.py"
+    settings.write_text(settings.read_text() + '\nWURK = {"concurency": 5}\n', encoding="utf-8")
+    done = site.run("manage.py", "check", check=False)
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: "
+        "settings.WURK: unknown option 'concurency'; did you mean 'concurrency'?"
+    )
+
+
+def test_manage_py_wurk_takes_the_wurk_flags(site):
+    shown = site.run("manage.py", "wurk", "--help").stdout
+    for flag in ("--concurrency", "--queue", "--timeout", "--config"):
+        assert flag in shown
+    refused = site.run("manage.py", "wurk", "-q", "queue:mail", check=False)
+    assert refused.returncode == 2
+    assert "queue:mail" in refused.stderr
+
+
+def test_importing_wurk_imports_no_web_framework():
+    code = "import sys, wurk, wurk.api, wurk.testing; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", f"import json; {code}"], capture_output=True, text=True, check=True)
+    loaded = json.loads(done.stdout)
+    tops = {name.split(".")[0] for name in loaded}
+    assert tops.isdisjoint({"django", "django_tasks", "flask", "starlette", "fastapi", "asgiref"})
+    assert not [name for name in loaded if name.startswith("wurk.contrib")]
