@@ -110,8 +110,10 @@ class WorkerPool:
     """Real ``wurk`` worker processes on one test server, each logging to its own
     file, all stopped when the test ends (see the ``workers`` fixtures)."""
 
-    def __init__(self, redis_url: str, logs: Path, app: str, env: Mapping[str, str]) -> None:
+    def __init__(self, redis_url: str, logs: Path, app: str, env: Mapping[str, str], cwd: Path = ROOT) -> None:
+        """``cwd``: where the workers run, and ``app`` is looked up from."""
         self.redis_url = redis_url
+        self.cwd = cwd
         self.logs = logs
         self.app = app
         self.env = dict(env)
@@ -121,7 +123,7 @@ class WorkerPool:
         command = [sys.executable, "-m", "wurk.cli", "-r", self.app, *args]
         log = self.logs / f"worker-{len(self.started)}.log"
         full_env = {"REDIS_URL": self.redis_url, **self.env, **(env or {})}
-        worker = Subprocess(command, env=full_env, cwd=ROOT, log=log)
+        worker = Subprocess(command, env=full_env, cwd=self.cwd, log=log)
         self.started.append(worker)
         return worker
 

