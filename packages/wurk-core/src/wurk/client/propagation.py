@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 #: Fields a carried variable may not take: the ones Sidekiq and Wurk read
 #: (``class``, ``jid``, ``retry_count``...), and the trace context that
 #: :mod:`wurk.contrib.opentelemetry` writes.
-RESERVED = frozenset(get_type_hints(Payload)) | {"traceparent", "tracestate", "error_details"}
+RESERVED = frozenset(get_type_hints(Payload)) | {"traceparent", "tracestate", "baggage", "error_details"}
 
 _declared: dict[str, ContextVar[Any]] = {}
 _lock = threading.Lock()
