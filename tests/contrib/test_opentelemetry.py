@@ -124,22 +124,26 @@ def test_one_trace_goes_from_the_push_here_to_the_run_in_a_worker(config, export
 
 def exporter_provider_tracer(config):
     """The tracer of the provider the fixture instrumented this configuration with."""
-    [entry] = [entry for entry in config.client_middleware if entry.klass is TracingClient]
-    return entry.args[0].provider.get_tracer("tests")
+    return otel.instrumented(config).provider.get_tracer("tests")
 
 
 def test_without_an_sdk_nothing_is_written_into_the_payload(config, redis):
     otel.instrument(config)
     try:
-        assert TracingClient in config.client_middleware
-        assert TracingServer in config.server_middleware
+        tracing = otel.instrumented(config)
+        assert tracing is not None
+        assert not tracing.active()  # no SDK in this process's global provider
+        assert [
+            entry.klass.tracing for entry in config.server_middleware if issubclass(entry.klass, TracingServer)
+        ] == [tracing]
         Greet.perform_async("ada")
         payload = json.loads(redis.lrange("queue:default", 0, -1)[0])
         assert "traceparent" not in payload
         assert config.server_middleware.invoke(None, payload, "default", final=lambda: "ran") == "ran"
     finally:
         otel.uninstrument(config)
-    assert TracingClient not in config.client_middleware
+    assert otel.instrumented(config) is None
+    assert not any(issubclass(entry.klass, TracingClient) for entry in config.client_middleware)
 
 
 def test_bad_arguments_are_refused(config):

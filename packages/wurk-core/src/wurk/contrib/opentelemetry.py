@@ -126,11 +126,17 @@ def instrument(config: Config | Capsule | None = None, *, tracer_provider: Any =
     target = current_config() if config is None else config
     if not hasattr(target, "client_middleware") or not hasattr(target, "server_middleware"):
         raise TypeError(f"instrument() takes a wurk.Config (or a capsule), got {target!r}")
+    uninstrument(target)
+    # Each call's middleware are subclasses holding its tracing as a class
+    # attribute: the chains build an instance per job, and one without an
+    # ``__init__`` of its own is the cheapest to build.
     tracing = Tracing(tracer_provider)
-    target.client_middleware.add(TracingClient, tracing)
+    client = type("TracingClient", (TracingClient,), {"tracing": tracing, "__module__": __name__})
+    server = type("TracingServer", (TracingServer,), {"tracing": tracing, "__module__": __name__})
+    target.client_middleware.add(client)
     from wurk.server.builtin_middleware import InterruptHandler
 
-    target.server_middleware.insert_after(InterruptHandler, TracingServer, tracing)
+    target.server_middleware.insert_after(InterruptHandler, server)
 
 
 def uninstrument(config: Config | Capsule | None = None) -> None:
@@ -138,8 +144,22 @@ def uninstrument(config: Config | Capsule | None = None) -> None:
     from wurk.config.defaults import current_config
 
     target = current_config() if config is None else config
-    target.client_middleware.remove(TracingClient)
-    target.server_middleware.remove(TracingServer)
+    for chain, base in ((target.client_middleware, TracingClient), (target.server_middleware, TracingServer)):
+        for entry in chain:
+            if issubclass(entry.klass, base):
+                chain.remove(entry.klass)
+
+
+def instrumented(config: Config | Capsule | None = None) -> Tracing | None:
+    """The tracing ``config`` (the current configuration by default) was
+    instrumented with, or ``None``."""
+    from wurk.config.defaults import current_config
+
+    target = current_config() if config is None else config
+    for entry in target.client_middleware:
+        if issubclass(entry.klass, TracingClient):
+            return entry.klass.tracing
+    return None
 
 
 def attributes(job: dict[str, Any], queue: str, operation: str) -> dict[str, Any]:
@@ -162,8 +182,7 @@ def attributes(job: dict[str, Any], queue: str, operation: str) -> dict[str, Any
 class TracingClient(ClientMiddleware):
     """A ``PRODUCER`` span around the push, whose context the payload carries."""
 
-    def __init__(self, tracing: Tracing) -> None:
-        self.tracing = tracing
+    tracing: Tracing = Tracing()
 
     def call(
         self, job_class: Any, job: dict[str, Any], queue: str, redis_pool: RedisPool, call_next: Callable[[], Any]
@@ -185,8 +204,7 @@ class TracingServer(ServerMiddleware):
     """A ``CONSUMER`` span around the run: the push's child, or linked to it
     on a retry."""
 
-    def __init__(self, tracing: Tracing) -> None:
-        self.tracing = tracing
+    tracing: Tracing = Tracing()
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         tracing = self.tracing
