@@ -14,20 +14,27 @@ from tests.contrib.context_app import Remember, RememberAsync, locale, request_i
 from tests.helpers import WorkerPool, wait_for
 from wurk.client.payload import ComplexArgumentError
 from wurk.client.propagation import LoadContext, SaveContext, forget
+from wurk.server.builtin_middleware import Expiry, InterruptHandler
+from wurk.server.forking import live_configs
 
 
 @pytest.fixture
 def carried(config) -> Iterator[wurk.Config]:
     """This test's configuration carrying the app's three variables; the
-    process-wide declarations are forgotten after it."""
-    wurk.propagate(tenant, config=config)
-    wurk.propagate(request_id, config=config)
-    wurk.propagate(locale, key="locale", config=config)
+    process-wide declarations are forgotten after it, and the middleware taken
+    off every configuration they reached."""
+    wurk.propagate(tenant)
+    wurk.propagate(request_id)
+    wurk.propagate(locale, key="locale")
     try:
         yield config
     finally:
         for key in ("tenant", "request_id", "locale"):
             forget(key)
+        for live in live_configs():
+            if live.plugins_loaded:
+                live.client_middleware.remove(SaveContext)
+                live.server_middleware.remove(LoadContext)
 
 
 @pytest.fixture
@@ -129,3 +136,12 @@ def test_bad_declarations_are_refused_naming_the_problem(carried):
 def test_nothing_declared_means_nothing_installed(config):
     assert SaveContext not in config.client_middleware
     assert LoadContext not in config.server_middleware
+
+
+def test_a_declaration_reaches_configurations_that_load_their_plugins_later(carried):
+    later = wurk.Config()
+    assert not later.plugins_loaded
+    assert SaveContext in later.client_middleware
+    server = [entry.klass for entry in later.server_middleware]
+    assert server[0] is InterruptHandler
+    assert server.index(LoadContext) < server.index(Expiry)  # inside the built-ins, around the rest

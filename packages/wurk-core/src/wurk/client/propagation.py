@@ -44,6 +44,7 @@ from wurk.types import Payload
 
 if TYPE_CHECKING:
     from wurk.client.middleware import Chain
+    from wurk.config.capsule import Capsule
     from wurk.config.configuration import Config
     from wurk.redis.connection import RedisPool
 
@@ -57,16 +58,17 @@ _lock = threading.Lock()
 _UNSET: Any = object()
 
 
-def propagate(var: ContextVar[Any], key: str | None = None, *, config: Config | None = None) -> None:
+def propagate(var: ContextVar[Any], key: str | None = None, *, config: Config | Capsule | None = None) -> None:
     """Carry ``var`` from every push in this process into the job's run,
     under the payload field ``key`` (the variable's name by default).
 
-    Call it once at import or boot time, in every process that pushes and
-    every process that runs the jobs (the application's module is imported
-    by both). Idempotent for the same variable and key. ``config`` names a
-    configuration whose plugins already loaded (an embedded worker's built
-    before this call); the current configuration gets the middleware at
-    once and every other one when it loads its plugins.
+    Call it once at import or boot time, before the worker starts, in every
+    process that pushes and every process that runs the jobs (the
+    application's module is imported by both). Idempotent for the same
+    variable and key. Every configuration of the process carries the
+    variable: one whose plugins already loaded gets the middleware at once,
+    any other when it loads them. ``config`` may name a capsule (or any
+    configuration) to install into as well.
     """
     if not isinstance(var, ContextVar):
         raise TypeError(f"wurk.propagate takes a contextvars.ContextVar, got {var!r}")
@@ -84,10 +86,13 @@ def propagate(var: ContextVar[Any], key: str | None = None, *, config: Config | 
         if any(other is var and field != name for field, other in _declared.items()):
             raise ValueError(f"wurk.propagate: {var.name!r} is already carried under another field")
         _declared[name] = var
-    from wurk.config.defaults import current_config
+    from wurk.server.forking import live_configs
 
-    target = config or current_config()
-    install(target.client_middleware, target.server_middleware)
+    targets: list[Config | Capsule] = [live for live in live_configs() if live.plugins_loaded]
+    if config is not None:
+        targets.append(config)
+    for target in targets:
+        install(target.client_middleware, target.server_middleware)
 
 
 def propagated() -> dict[str, ContextVar[Any]]:

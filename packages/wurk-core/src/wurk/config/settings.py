@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from wurk.client.registry import check_module_names
 from wurk.errors import ConfigurationError, PluginError
+from wurk.metrics.statsd_client import statsd_setting
 from wurk.plugins.hookspecs import LIFECYCLE_EVENTS
 
 #: A setting's check: ``check(key, value)`` raises ConfigurationError, naming
@@ -276,6 +277,7 @@ RUNTIME_OPTIONS = (
     "history_stream_cap",
     "health_check_options",
     "job_packages",
+    "statsd",
 )
 
 # Checked on every write, through ``config[key] = ...`` as well as the named
@@ -289,6 +291,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
     "plugins": name_list,
+    "statsd": statsd_setting,
 }
 
 
