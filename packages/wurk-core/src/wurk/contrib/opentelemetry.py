@@ -69,6 +69,7 @@ SYSTEM = "sidekiq"
 #: How often, at most, an idle tracing looks again for a tracer provider.
 LOOK_INTERVAL = 1.0
 
+_monotonic = time.monotonic
 _INSTALL_HINT = "wurk.contrib.opentelemetry needs the OpenTelemetry API: pip install 'wurk-core[opentelemetry]'"
 
 
@@ -92,7 +93,7 @@ class Tracing:
         """Whether spans are recorded; builds the tracer the first time they are."""
         if self.tracer is not None:
             return True
-        now = time.monotonic()
+        now = _monotonic()
         if now < self._next_look:
             return False
         self._next_look = now + LOOK_INTERVAL
@@ -188,7 +189,7 @@ class TracingClient(ClientMiddleware):
         self, job_class: Any, job: dict[str, Any], queue: str, redis_pool: RedisPool, call_next: Callable[[], Any]
     ) -> Any:
         tracing = self.tracing
-        if "traceparent" in job or not tracing.active():
+        if "traceparent" in job or (tracing.tracer is None and not tracing.active()):
             return call_next()
         from opentelemetry import propagate
         from opentelemetry.trace import SpanKind
@@ -208,7 +209,7 @@ class TracingServer(ServerMiddleware):
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         tracing = self.tracing
-        if not tracing.active():
+        if tracing.tracer is None and not tracing.active():
             return call_next()
         from opentelemetry import propagate, trace
         from opentelemetry.trace import Link, SpanKind, Status, StatusCode
