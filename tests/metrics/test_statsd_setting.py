@@ -213,3 +213,28 @@ def test_a_client_that_cannot_be_built_is_reported_once_and_jobs_go_on():
     chain = wurk.Chain(config)
     chain.add(wurk.metrics.Statsd)
     assert chain.invoke(None, {"class": "app.Report", "jid": "a" * 24}, "default", final=lambda: "ran") == "ran"
+
+
+def test_a_dogstatsd_setting_sends_keyword_tags_as_name_value_pairs(listener):
+    config = wurk.Config()
+    config["statsd"] = {"host": "127.0.0.1", "port": listener.port, "dogstatsd": True, "tags": ["env:test"]}
+    try:
+        config.statsd_increment("jobs.poison", queue="critical")
+        wait_for(lambda: listener.names() == ["jobs.poison:1|c|#queue:critical,env:test"], timeout=10)
+    finally:
+        config.statsd.close_socket()
+
+
+def test_a_client_factory_takes_precedence_over_the_setting(listener):
+    config = wurk.Config()
+    config["statsd"] = {"host": "127.0.0.1", "port": listener.port}
+    sent = []
+
+    class Plain:
+        def incr(self, metric):
+            sent.append(metric)
+
+    config.dogstatsd = Plain
+    config.statsd_increment("jobs.retried")
+    assert sent == ["jobs.retried"]
+    assert isinstance(config.statsd, Plain)  # the setting's client was never built
