@@ -6,6 +6,7 @@ from wurk._version import __version__
 from wurk.client.job import Job, job
 from wurk.client.middleware import Chain, ClientMiddleware, ServerMiddleware
 from wurk.client.payload import ComplexArgumentError, InvalidJobError
+from wurk.client.propagation import propagate
 from wurk.client.push import Client
 from wurk.config.configuration import Config
 from wurk.config.defaults import (
@@ -74,6 +75,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "job",
+    "propagate",
     "set_default_config",
     "testing",
 ]

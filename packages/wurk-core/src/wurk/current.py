@@ -7,8 +7,8 @@ for the process default (:func:`wurk.default_config`): it would read and
 write another Redis than the worker it runs in. Instead, the worker marks
 each thread it runs code in with its configuration and capsule:
 
-* a processor thread, for every job it runs (and an ``async def perform``'s
-  task, which does not inherit the thread's context);
+* a processor thread, for every job it runs (an ``async def perform``'s
+  task runs in a copy of that thread's context, so it sees the marks too);
 * a component's thread (the scheduler, the cron poller, plugins' threads);
 * the lifecycle events (``startup``, ``quiet``, ``shutdown``…) and their hooks;
 * an in-process run (``perform_inline``, the testing modes' ``drain``).

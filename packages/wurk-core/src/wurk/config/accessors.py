@@ -242,7 +242,8 @@ class NamedAccessors:
 
     @property
     def statsd(self) -> Any:
-        """The statsd client built by ``config.dogstatsd`` (``None`` when unset)."""
+        """The statsd client built by ``config.dogstatsd`` or from the ``statsd``
+        setting, once per process (``None`` while neither is set)."""
         return self._statsd.client
 
     def statsd_increment(self, metric: str, **tags: Any) -> None:

@@ -334,6 +334,12 @@ class Config(NamedAccessors):
     # -- plugins, settings, scripts, job options --------------------------------
 
     @property
+    def plugins_loaded(self) -> bool:
+        """Whether the plugins have loaded (and so installed their middleware),
+        asked without loading them."""
+        return self._plugins is not None
+
+    @property
     def plugins(self) -> Plugins:
         """The plugin manager, loaded (and the plugins' hooks run) on first use."""
         with self._lock:

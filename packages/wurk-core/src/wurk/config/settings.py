@@ -30,8 +30,9 @@ different features.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Final
@@ -79,6 +80,43 @@ def check_module_names(key: str, value: Any) -> list[str]:
         if not is_dotted_name(name):
             raise ConfigurationError(f"{key}: {name!r} is not a dotted module name such as 'myapp.jobs'")
     return names
+
+
+#: The ``statsd`` setting's keys and their defaults.
+STATSD_DEFAULTS: dict[str, Any] = {"host": "localhost", "port": 8125, "prefix": None, "dogstatsd": False, "tags": []}
+
+
+def check_statsd(key: str, value: Any) -> dict[str, Any] | None:
+    """The check of the ``statsd`` setting: ``None`` (off), or a mapping of
+    ``host``, ``port``, ``prefix``, ``dogstatsd`` and ``tags``; its normal
+    form has every key. The client's package must be installed: a worker
+    that only found out at its first job would run without metrics."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{key} must be a mapping of host, port, prefix, dogstatsd and tags; got {value!r}")
+    unknown = sorted(str(name) for name in value if name not in STATSD_DEFAULTS)
+    if unknown:
+        raise ConfigurationError(f"{key} has unknown keys {unknown}; it takes {sorted(STATSD_DEFAULTS)}")
+    setting = {**STATSD_DEFAULTS, **value}
+    host, port, prefix, dogstatsd, tags = (setting[name] for name in ("host", "port", "prefix", "dogstatsd", "tags"))
+    if not isinstance(host, str) or not host:
+        raise ConfigurationError(f"{key}.host must be a host name or address, got {host!r}")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ConfigurationError(f"{key}.port must be a port number from 1 to 65535, got {port!r}")
+    if prefix is not None and (not isinstance(prefix, str) or not prefix):
+        raise ConfigurationError(f"{key}.prefix must be a non-empty string or null, got {prefix!r}")
+    if not isinstance(dogstatsd, bool):
+        raise ConfigurationError(f"{key}.dogstatsd must be true or false, got {dogstatsd!r}")
+    if not isinstance(tags, list | tuple) or not all(isinstance(tag, str) and tag for tag in tags):
+        raise ConfigurationError(f"{key}.tags must be a list of strings such as 'env:prod', got {tags!r}")
+    if tags and not dogstatsd:
+        raise ConfigurationError(f"{key}.tags needs dogstatsd: true (plain statsd has no tags)")
+    package, extra = ("datadog", "datadog") if dogstatsd else ("statsd", "'wurk-core[statsd]'")
+    if importlib.util.find_spec(package) is None:
+        raise ConfigurationError(f"{key} needs the {package} package, which is not installed: pip install {extra}")
+    setting["tags"] = list(tags)
+    return setting
 
 
 #: A setting's check: ``check(key, value)`` raises ConfigurationError, naming
@@ -317,6 +355,7 @@ RUNTIME_OPTIONS = (
     "history_stream_cap",
     "health_check_options",
     "job_packages",
+    "statsd",
 )
 
 # Checked on every write, through ``config[key] = ...`` as well as the named
@@ -330,6 +369,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
     "plugins": name_list,
+    "statsd": check_statsd,
 }
 
 

@@ -1,4 +1,4 @@
-"""Integrations with the web frameworks Python applications run on.
+"""Integrations with the frameworks and libraries around Wurk.
 
 Each integration is an optional module that imports its framework only when
 it is itself imported, never from ``import wurk``: a worker, or an
@@ -13,6 +13,8 @@ extras of ``wurk-core`` (``pip install 'wurk-core[django]'``).
   mount for FastAPI, Starlette and other ASGI applications (``wurk-core[asgi]``).
 * :mod:`wurk.contrib.sqlalchemy`: pushes held to an SQLAlchemy session's
   commit (``wurk-core[sqlalchemy]``).
+* :mod:`wurk.contrib.opentelemetry`: traces of pushes and runs, with the W3C
+  context carried in the payload (``wurk-core[opentelemetry]``).
 * :mod:`wurk.contrib.hosting`: what the Flask and ASGI integrations share:
   settings from the application, and the embedded worker a web process may run.
 """

@@ -1,7 +1,8 @@
 """Statsd / DogStatsD job metrics: a built-in server middleware, idle until configured.
 
-Until ``config.dogstatsd`` names a client factory it only passes the job on,
-so leaving it registered costs one attribute read per job. With a client, each
+Until ``config.dogstatsd`` names a client factory or the ``statsd`` setting
+is set (:mod:`wurk.metrics.statsd_client`) it only passes the job on, so
+leaving it registered costs two look-ups per job. With a client, each
 job sends the metric names Sidekiq Pro uses, so existing dashboards keep
 working:
 
@@ -67,13 +68,16 @@ def discard_after_fork(client: Any) -> None:
 
 
 class Statsd(ServerMiddleware):
-    """Sends ``jobs.*`` metrics for every job to ``config.statsd``."""
+    """Sends ``jobs.*`` metrics for every job to ``config.statsd``, the client of
+    ``config.dogstatsd`` or of the ``statsd`` setting."""
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         config = self.wurk_config
-        if config is None or config.dogstatsd is None:
+        if config is None:
             return call_next()
         client = config.statsd
+        if client is None:
+            return call_next()
         tags = [f"worker:{class_name(job)}", f"queue:{queue}"]
         started = time.monotonic()
         outcome: str | None = FAILURE

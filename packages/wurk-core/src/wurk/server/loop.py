@@ -13,6 +13,7 @@ and starts a loop of its own instead (see :mod:`wurk.config.forking`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 from collections.abc import Awaitable
@@ -52,11 +53,18 @@ class LoopRunner:
             return self._loop
 
     def run(self, awaitable: Awaitable[Any]) -> Any:
-        """Run ``awaitable`` on the loop and wait for its result in this thread."""
+        """Run ``awaitable`` on the loop and wait for its result in this thread.
+
+        It runs as a task in a copy of this thread's context, as a thread's
+        call would see it: the context variables a server middleware set for
+        the job (a carried tenant, the trace's current span) reach an
+        ``async def perform`` too, and what the task sets stays in its copy.
+        """
         loop = self._ensure()
+        context = contextvars.copy_context()
 
         async def wrapper() -> Any:
-            return await awaitable
+            return await asyncio.get_running_loop().create_task(_await(awaitable), context=context)
 
         return asyncio.run_coroutine_threadsafe(wrapper(), loop).result()
 
@@ -71,3 +79,7 @@ class LoopRunner:
             if thread is not None:
                 thread.join(timeout=5)
             loop.close()
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable

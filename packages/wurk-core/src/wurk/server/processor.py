@@ -151,8 +151,8 @@ class Processor:
 
     def run(self) -> None:
         # Once per thread, not per job: every job this thread runs sees the
-        # same flag and configuration (an async perform's task is handed them
-        # in ``_flagged``), so a job, its middleware and the hooks it fires
+        # same flag and configuration (an async perform's task runs in a copy
+        # of this thread's context), so a job, its middleware and the hooks it fires
         # reach this worker's Redis, never the process default's.
         current_stopping.set(self.stopping)
         current.mark(self.config, self.capsule)
@@ -334,12 +334,5 @@ class Processor:
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)
         if result is not None and inspect.isawaitable(result):
-            return self.manager.loop.run(self._flagged(result))
+            return self.manager.loop.run(result)
         return result
-
-    async def _flagged(self, awaitable: Any) -> Any:
-        """``awaitable`` in a task that sees this thread's stopping flag and
-        configuration (the loop's tasks do not inherit this thread's context)."""
-        current_stopping.set(self.stopping)
-        current.mark(self.config, self.capsule)
-        return await awaitable
