@@ -13,9 +13,9 @@ from tests.contrib import context_app
 from tests.contrib.context_app import Remember, RememberAsync, locale, request_id, tenant
 from tests.helpers import WorkerPool, wait_for
 from wurk.client.payload import ComplexArgumentError
-from wurk.client.propagation import LoadContext, SaveContext, forget
+from wurk.config.forking import live_configs
 from wurk.server.builtin_middleware import Expiry, InterruptHandler
-from wurk.server.forking import live_configs
+from wurk.server.propagation import LoadContext, SaveContext, forget
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from wurk._version import __version__
 from wurk.client.job import Job, job
 from wurk.client.middleware import Chain, ClientMiddleware, ServerMiddleware
 from wurk.client.payload import ComplexArgumentError, InvalidJobError
-from wurk.client.propagation import propagate
 from wurk.client.push import Client
 from wurk.config.configuration import Config
 from wurk.config.defaults import (
@@ -35,6 +34,7 @@ from wurk.plugins.component import Component
 from wurk.plugins.hookspecs import hookimpl, hookspec
 from wurk.plugins.manager import PLUGIN_API, provide_core_plugin
 from wurk.server.embedded import configure_embed
+from wurk.server.propagation import propagate
 from wurk.types import Payload
 
 # Core's own plugin sits above the server and metrics it registers; the plugin

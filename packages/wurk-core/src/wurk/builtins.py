@@ -51,7 +51,7 @@ def wurk_register_middleware(client: Chain, server: Chain, config: Config) -> No
     for metrics in (Statsd, History):
         if not server.exists(metrics):
             server.add(metrics)
-    from wurk.client.propagation import install
+    from wurk.server.propagation import install
 
     install(client, server)  # only once wurk.propagate declared a variable
 

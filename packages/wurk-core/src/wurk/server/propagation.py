@@ -86,7 +86,7 @@ def propagate(var: ContextVar[Any], key: str | None = None, *, config: Config | 
         if any(other is var and field != name for field, other in _declared.items()):
             raise ValueError(f"wurk.propagate: {var.name!r} is already carried under another field")
         _declared[name] = var
-    from wurk.server.forking import live_configs
+    from wurk.config.forking import live_configs
 
     targets: list[Config | Capsule] = [live for live in live_configs() if live.plugins_loaded]
     if config is not None:
