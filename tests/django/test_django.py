@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+import wurk_web
 from tests.helpers import ROOT, Subprocess, wait_for
+from tests.web.live import client_for
 from wurk.api import Queue, ScheduledSet
 from wurk.contrib.django import keys
 
@@ -157,6 +159,10 @@ def test_a_deferred_task_is_a_scheduled_job(site, redis, config):
     assert entry.display_class == "shop.tasks.add"
     assert entry.display_args == [1, 1]
     assert entry.at.timestamp() > time.time() + 3000
+    # The dashboard lists the task under its own name and arguments, not the wrapper's.
+    with client_for(wurk_web.create_app(config)) as dashboard:
+        (shown,) = dashboard.get("/api/sets/scheduled").json()["entries"]
+    assert (shown["class"], shown["args"]) == ("shop.tasks.add", [1, 1])
 
 
 def _status(redis, result_id: str) -> str | None:
