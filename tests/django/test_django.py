@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import wurk
 import wurk_web
 from tests.helpers import ROOT, Subprocess, wait_for
 from tests.web.live import client_for
@@ -214,3 +215,31 @@ def test_importing_wurk_imports_no_web_framework():
     tops = {name.split(".")[0] for name in loaded}
     assert tops.isdisjoint({"django", "django_tasks", "flask", "starlette", "fastapi", "asgiref"})
     assert not [name for name in loaded if name.startswith("wurk.contrib")]
+
+
+CONNECTION_JOB = """\
+import os
+
+import redis
+from django.db import connection
+
+import wurk
+
+
+class ConnectionJob(wurk.Job, queue="db"):
+    def perform(self, n):
+        fresh = connection.connection is None  # no connection left over from the thread's last job
+        connection.ensure_connection()
+        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("connection-seen", f"{n}:{fresh}")
+"""
+
+
+def test_each_job_starts_without_the_previous_jobs_database_connection(site, redis, config):
+    # As a request does: a connection past CONN_MAX_AGE (0 by default) is closed
+    # when a job ends, so the next job on the same thread opens its own.
+    (site.root / "shop" / "connection_jobs.py").write_text(CONNECTION_JOB, encoding="utf-8")
+    for n in range(3):
+        wurk.Client(config).push({"class": "shop.connection_jobs.ConnectionJob", "args": [n], "queue": "db"})
+    site.worker("-q", "db", "-c", "1")
+    wait_for(lambda: redis.llen("connection-seen") == 3, timeout=60)
+    assert [seen.decode() for seen in redis.lrange("connection-seen", 0, -1)] == ["0:True", "1:True", "2:True"]
