@@ -3,6 +3,7 @@
 python probe.py order ITEM [cancel]   a POST to the view, through Django's test client
 python probe.py add A B               enqueue the add task; its result
 python probe.py greet NAME            enqueue the greet task with a keyword argument
+python probe.py add-undone A B        enqueue the add task in a transaction that rolls back
 python probe.py result ID             the add task's result, read back through Django's API
 python probe.py dashboard             the dashboard as anonymous, non-staff and staff users see it
 python probe.py fork                  whether a forked child still holds the parent's connection
@@ -45,6 +46,19 @@ def main(action, *args):
         from shop.tasks import add
 
         return result_json(add.enqueue(int(args[0]), int(args[1])))
+    if action == "add-undone":
+        from django.db import transaction
+        from shop.tasks import add
+
+        class Undo(Exception):
+            pass
+
+        try:
+            with transaction.atomic():
+                enqueued = add.enqueue(int(args[0]), int(args[1]))
+                raise Undo
+        except Undo:
+            return result_json(enqueued)
     if action == "greet":
         from shop.tasks import greet
 

@@ -149,6 +149,14 @@ def test_a_task_runs_on_a_worker_and_its_result_comes_back_through_django(site, 
     assert result["before_refresh"] == "SUCCESSFUL"
 
 
+def test_a_task_enqueued_in_a_transaction_that_rolls_back_is_never_pushed(site, redis):
+    undone = site.probe("add-undone", "4", "5")
+    kept = site.probe("add", "6", "7")  # an end marker: pushed after the rolled-back one
+    queued = [json.loads(raw)["jid"] for raw in redis.lrange("queue:default", 0, -1)]
+    assert queued == [kept["id"]]
+    assert redis.get(keys.task_result(undone["id"])) is None  # no result record either
+
+
 def test_a_deferred_task_is_a_scheduled_job(site, redis, config):
     site.run(
         "-c",
