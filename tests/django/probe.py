@@ -4,6 +4,8 @@ python probe.py order ITEM [cancel]   a POST to the view, through Django's test 
 python probe.py add A B               enqueue the add task; its result
 python probe.py greet NAME            enqueue the greet task with a keyword argument
 python probe.py add-undone A B        enqueue the add task in a transaction that rolls back
+python probe.py count                 enqueue the async count_orders task
+python probe.py count-result ID       its result, read back through Django's API
 python probe.py result ID             the add task's result, read back through Django's API
 python probe.py dashboard             the dashboard as anonymous, non-staff and staff users see it
 python probe.py fork                  whether a forked child still holds the parent's connection
@@ -59,6 +61,16 @@ def main(action, *args):
                 raise Undo
         except Undo:
             return result_json(enqueued)
+    if action == "count":
+        from shop.tasks import count_orders
+
+        return result_json(count_orders.enqueue())
+    if action == "count-result":
+        from shop.tasks import count_orders
+
+        result = count_orders.get_result(args[0])
+        result.refresh()
+        return result_json(result)
     if action == "greet":
         from shop.tasks import greet
 

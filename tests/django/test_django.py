@@ -149,6 +149,15 @@ def test_a_task_runs_on_a_worker_and_its_result_comes_back_through_django(site, 
     assert result["before_refresh"] == "SUCCESSFUL"
 
 
+def test_an_async_task_runs_on_a_worker_and_returns_through_django(site, redis):
+    site.probe("order", "desk")
+    counted = site.probe("count")
+    site.worker("-q", "default", "-c", "2")
+    wait_for(lambda: _status(redis, counted["id"]) == "SUCCESSFUL", timeout=60)
+    result = site.probe("count-result", counted["id"])
+    assert (result["status"], result["return_value"], result["attempts"]) == ("SUCCESSFUL", 1, 1)
+
+
 def test_a_task_enqueued_in_a_transaction_that_rolls_back_is_never_pushed(site, redis):
     undone = site.probe("add-undone", "4", "5")
     kept = site.probe("add", "6", "7")  # an end marker: pushed after the rolled-back one
