@@ -5,6 +5,8 @@ python probe.py add A B               enqueue the add task; its result
 python probe.py greet NAME            enqueue the greet task with a keyword argument
 python probe.py add-undone A B        enqueue the add task in a transaction that rolls back
 python probe.py count                 enqueue the async count_orders task
+python probe.py enqueue PATH          enqueue the task at a dotted path, with no arguments
+python probe.py result-of PATH ID     that task's result, read back through Django's API
 python probe.py count-result ID       its result, read back through Django's API
 python probe.py result ID             the add task's result, read back through Django's API
 python probe.py dashboard             the dashboard as anonymous, non-staff and staff users see it
@@ -61,6 +63,16 @@ def main(action, *args):
                 raise Undo
         except Undo:
             return result_json(enqueued)
+    if action in ("enqueue", "result-of"):
+        from importlib import import_module
+
+        module, _, name = args[0].rpartition(".")
+        task = getattr(import_module(module), name)
+        if action == "enqueue":
+            return result_json(task.enqueue())
+        result = task.get_result(args[1])
+        result.refresh()
+        return result_json(result)
     if action == "count":
         from shop.tasks import count_orders
 

@@ -149,6 +149,37 @@ def test_a_task_runs_on_a_worker_and_its_result_comes_back_through_django(site, 
     assert result["before_refresh"] == "SUCCESSFUL"
 
 
+FAILING_TASKS = """\
+try:
+    from django.tasks import task
+except ImportError:
+    from django_tasks import task
+
+
+@task(job_options={"retry": 0})
+def doomed():
+    raise ValueError("no luck")
+
+
+@task(job_options={"retry": 1})
+def hopeful():
+    raise ValueError("not yet")
+"""
+
+
+def test_a_failed_task_is_ready_while_a_retry_is_left_and_failed_after_the_last(site, redis):
+    (site.root / "shop" / "failing_tasks.py").write_text(FAILING_TASKS, encoding="utf-8")
+    doomed = site.probe("enqueue", "shop.failing_tasks.doomed")
+    hopeful = site.probe("enqueue", "shop.failing_tasks.hopeful")
+    site.worker("-q", "default", "-c", "2")
+    wait_for(lambda: _status(redis, doomed["id"]) == "FAILED", timeout=60)
+    wait_for(lambda: redis.zcard("retry") == 1, timeout=60)  # hopeful's first attempt failed, one retry left
+    lost = site.probe("result-of", "shop.failing_tasks.doomed", doomed["id"])
+    assert (lost["status"], lost["errors"]) == ("FAILED", 1)
+    waiting = site.probe("result-of", "shop.failing_tasks.hopeful", hopeful["id"])
+    assert (waiting["status"], waiting["errors"]) == ("READY", 1)
+
+
 def test_an_async_task_runs_on_a_worker_and_returns_through_django(site, redis):
     site.probe("order", "desk")
     counted = site.probe("count")
