@@ -349,7 +349,12 @@ def main(argv: list[str] | None = None) -> None:
     """The console script."""
     from wurk.config.defaults import default_config
 
-    config = default_config()
+    run_group(default_config(), argv, "wurk")
+
+
+def run_group(config: Config, argv: list[str] | None, prog: str) -> None:
+    """Build the ``wurk`` group on ``config`` and run it on ``argv`` as ``prog``
+    (``wurk``, or a host's own command such as ``manage.py wurk``)."""
     try:
         group = build(config)
     except WurkError as exc:  # a plugin that cannot load: no command can run
@@ -358,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         failure = explain(exc, "")
         failure.show()
         sys.exit(failure.exit_code)
-    group.main(args=argv, prog_name="wurk", obj={"config": config})
+    group.main(args=argv, prog_name=prog, obj={"config": config})
 
 
 if __name__ == "__main__":  # pragma: no cover

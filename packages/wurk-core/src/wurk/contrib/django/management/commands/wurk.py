@@ -10,31 +10,20 @@ out so the flags are not parsed twice, differently.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from wurk.cli.main import build, explain
-from wurk.config import env
+from wurk.cli.main import run_group
 from wurk.config.defaults import default_config
 from wurk.contrib.django.setup import configure_worker
-from wurk.errors import WurkError
 
 
 def run(args: list[str], prog: str) -> None:
     """Run the ``wurk`` group on ``args`` as ``prog``; exits like ``wurk``."""
     config = default_config()
     configure_worker(config)
-    try:
-        group = build(config)
-    except WurkError as exc:  # a plugin that cannot load: no command can run
-        if env.debug():
-            raise
-        failure = explain(exc, "")
-        failure.show()
-        sys.exit(failure.exit_code)
-    group.main(args=args, prog_name=prog, obj={"config": config})
+    run_group(config, args, prog)
 
 
 class Command(BaseCommand):
