@@ -41,7 +41,9 @@ def workers(redis_url, tmp_path, env):
 def test_under_gunicorn_pushes_after_commit_for_a_real_worker_and_serves_the_dashboard(env, redis, tmp_path, workers):
     log = tmp_path / "gunicorn.log"
     with gunicorn("flask_app:app", log, {**env, "WURK_EMBEDDED": "1"}) as server:
-        wait_for(lambda: len(server.lines_with(REFUSAL)) == 2, timeout=60)
+        # One refusal per worker; a worker gunicorn restarts on a slow machine
+        # refuses again, so count at least one per worker.
+        wait_for(lambda: len(server.lines_with(REFUSAL)) >= 2, timeout=60)
         assert redis.smembers(keys.PROCESSES) == set()
         refused = server.http.post("/orders", data={"item": "lamp"}, params={"fail": "1"})
         assert refused.status_code == 409
