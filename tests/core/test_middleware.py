@@ -282,6 +282,57 @@ def test_middleware_base_reaches_logger_and_pool_through_its_config():
     assert WithConfig().logger.name == "wurk"  # unbound: the library logger
 
 
+class Shared(Middleware):
+    stateless = True
+
+    def call(self, job_instance, job, queue, call_next):
+        job.setdefault("seen", []).append(id(self))
+        return call_next()
+
+
+class PerJob(Shared):
+    stateless = False
+
+
+def test_a_stateless_class_is_built_once_per_chain_and_shared_by_every_job():
+    config = wurk.Config()
+    chain = Chain(config)
+    chain.add(Shared)
+    chain.add(PerJob)
+    jobs = [{}, {}, {}]
+    for job in jobs:
+        chain.invoke(None, job, "default", final=lambda: None)
+    shared = {job["seen"][0] for job in jobs}
+    per_job = {job["seen"][1] for job in jobs}
+    assert len(shared) == 1
+    assert chain.retrieve()[0] is chain.retrieve()[0]
+    assert chain.retrieve()[0].wurk_config is config
+    # Fresh instances may reuse a freed address, so compare the objects
+    # retrieve hands out rather than ids of collected ones.
+    assert chain.retrieve()[1] is not chain.retrieve()[1]
+    assert per_job  # each job ran the per-job class
+
+
+def test_changing_the_entries_rebuilds_the_shared_instances():
+    first, second = wurk.Config(), wurk.Config()
+    chain = Chain(first)
+    chain.add(Shared)
+    before = chain.retrieve()[0]
+    chain.add(A)
+    assert chain.retrieve()[0] is not before
+    assert names(chain) == ["Shared", "A"]
+    copy = chain.copy_for(second)
+    assert copy.retrieve()[0].config is second
+    assert chain.retrieve()[0].config is first
+
+
+def test_every_built_in_middleware_is_shared():
+    from wurk.metrics import History, Statsd
+    from wurk.server.builtin_middleware import Expiry, InterruptHandler
+
+    assert all(klass.stateless for klass in (Expiry, InterruptHandler, History, Statsd))
+
+
 # -- copies --------------------------------------------------------------------------
 
 

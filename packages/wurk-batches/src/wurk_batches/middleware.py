@@ -27,6 +27,8 @@ from wurk_batches.books import Books, counted_under_testing, testing_opt_in
 
 @testing_opt_in
 class ServerMiddleware(wurk.ServerMiddleware):
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         bid = job.get("bid")
         jid = job.get("jid")

@@ -29,6 +29,8 @@ METRIC = "jobs.encryption_error"
 
 
 class EncryptClient(ClientMiddleware):
+    stateless = True
+
     def call(
         self, job_class: str, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
     ) -> Any:
@@ -45,6 +47,8 @@ class EncryptClient(ClientMiddleware):
 
 
 class DecryptServer(ServerMiddleware):
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         args = job.get("args")
         if not args or not (job.get("encrypt") or envelope.is_envelope(args[-1])):

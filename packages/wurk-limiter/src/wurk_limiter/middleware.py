@@ -66,6 +66,8 @@ def backoff_for(
 class LimiterMiddleware(ServerMiddleware):
     """Turns a rate-limit error into a reschedule (or, at the cap, a death)."""
 
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         config = self.wurk_config or wurk.current_config()
         settings = limiter_config(config)  # read at every job: runtime changes apply at once

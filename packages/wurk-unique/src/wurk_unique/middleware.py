@@ -54,6 +54,8 @@ def coerce_unique_until(value: Any, job: Mapping[str, Any]) -> Any:
 
 
 class UniqueClient(ClientMiddleware):
+    stateless = True
+
     def call(
         self, job_class: str, job: dict[str, Any], queue: str, redis_pool: Any, call_next: Callable[[], Any]
     ) -> Any:
@@ -76,6 +78,8 @@ class UniqueClient(ClientMiddleware):
 
 
 class UniqueServer(ServerMiddleware):
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         if not job.get("unique_for") or not switch.is_on():
             return call_next()

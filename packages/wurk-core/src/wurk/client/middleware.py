@@ -4,7 +4,10 @@ There are two chains with one API. Client middleware wraps the Redis write of
 a push; server middleware wraps ``perform`` in the worker. A chain stores
 *classes plus constructor arguments*, not instances, and builds fresh instances
 for every job: middleware is thread-safe by construction, and never carries a
-connection or a socket across a fork.
+connection or a socket across a fork. A class that keeps nothing of a job on
+``self`` may say so with ``stateless = True``; the chain then builds it once
+and every job shares that instance (the built-ins do, since a worker runs
+thousands of jobs a second through them).
 
 A client middleware::
 
@@ -33,8 +36,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from wurk.config.capsule import Capsule
@@ -51,11 +54,15 @@ class Middleware:
     """
 
     config: Config | Capsule | None = None
+    #: True when the class keeps nothing of a job on ``self``: one instance,
+    #: built on the chain's first job, then serves every job of the chain.
+    stateless: ClassVar[bool] = False
 
-    @property
+    @cached_property
     def wurk_config(self) -> Config | None:
         """The configuration this middleware runs under, a capsule's unwrapped:
-        what the worker's services, stats and settings hang off."""
+        what the worker's services, stats and settings hang off. Kept once
+        read: a chain assigns ``config`` before the first job sees the instance."""
         # A capsule holds its configuration as ``config``; a configuration has
         # no such attribute. Asked by name, so this module need not import
         # the capsule (which imports it).
@@ -118,6 +125,9 @@ class Chain:
     def __init__(self, config: Any = None, entries: list[Entry] | None = None) -> None:
         self.config = config
         self._entries: list[Entry] = list(entries or [])
+        #: Innermost first: each entry with its shared instance when its class
+        #: is stateless. Built on the first job, dropped when the entries change.
+        self._plan: tuple[tuple[Entry, Any], ...] | None = None
 
     def copy_for(self, config: Any) -> Chain:
         """A copy bound to ``config`` (a capsule); later changes stay apart."""
@@ -159,30 +169,35 @@ class Chain:
 
     def remove(self, klass: type) -> None:
         self._entries = [entry for entry in self._entries if entry.klass is not klass]
+        self._plan = None
 
     def add(self, klass: type, *args: Any, **kwargs: Any) -> None:
         """Append ``klass`` (innermost), moving it there if already present."""
         entry = _entry(klass, args, kwargs)
         self.remove(klass)
         self._entries.append(entry)
+        self._plan = None
 
     def prepend(self, klass: type, *args: Any, **kwargs: Any) -> None:
         """Put ``klass`` first (outermost), moving it there if already present."""
         entry = _entry(klass, args, kwargs)
         self.remove(klass)
         self._entries.insert(0, entry)
+        self._plan = None
 
     def insert_before(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
         """Place ``klass`` right before ``anchor``, or first if ``anchor`` is absent."""
         entry = self._take(klass, args, kwargs)
         index = self._index(anchor)
         self._entries.insert(0 if index is None else index, entry)
+        self._plan = None
 
     def insert_after(self, anchor: type, klass: type, *args: Any, **kwargs: Any) -> None:
         """Place ``klass`` right after ``anchor``, or last if ``anchor`` is absent."""
         entry = self._take(klass, args, kwargs)
         index = self._index(anchor)
         self._entries.insert(len(self._entries) if index is None else index + 1, entry)
+        self._plan = None
 
     def _take(self, klass: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Entry:
         """The entry to move for ``klass``, out of the list: the registered one
@@ -197,10 +212,23 @@ class Chain:
     def clear(self) -> None:
         """Drop every entry, built-ins included (prefer ``remove``)."""
         self._entries = []
+        self._plan = None
+
+    def _planned(self) -> tuple[tuple[Entry, Any], ...]:
+        plan = self._plan
+        if plan is None:
+            plan = tuple(
+                (entry, entry.make(self.config) if getattr(entry.klass, "stateless", False) else None)
+                for entry in reversed(self._entries)
+            )
+            self._plan = plan
+        return plan
 
     def retrieve(self) -> list[Any]:
-        """Fresh instances of every entry, for one job."""
-        return [entry.make(self.config) for entry in self._entries]
+        """The instances for one job, outermost first: fresh ones, and the
+        chain's own of each stateless class."""
+        config = self.config
+        return [entry.make(config) if shared is None else shared for entry, shared in reversed(self._planned())]
 
     def invoke(self, *args: Any, final: Callable[[], Any]) -> Any:
         """Run the chain around ``final``: each middleware's ``call(*args, call_next)``."""
@@ -209,6 +237,8 @@ class Chain:
         # Built inside out: each middleware's ``call_next`` is the next one's
         # bound ``call``, so a job pays no Python frame of the chain's own per layer.
         call_next = final
-        for instance in reversed(self.retrieve()):
+        config = self.config
+        for entry, shared in self._plan or self._planned():
+            instance = entry.make(config) if shared is None else shared
             call_next = partial(instance.call, *args, call_next)
         return call_next()

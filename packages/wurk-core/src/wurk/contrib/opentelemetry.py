@@ -183,6 +183,8 @@ def attributes(job: dict[str, Any], queue: str, operation: str) -> dict[str, Any
 class TracingClient(ClientMiddleware):
     """A ``PRODUCER`` span around the push, whose context the payload carries."""
 
+    stateless = True
+
     tracing: Tracing = Tracing()
 
     def call(
@@ -204,6 +206,8 @@ class TracingClient(ClientMiddleware):
 class TracingServer(ServerMiddleware):
     """A ``CONSUMER`` span around the run: the push's child, or linked to it
     on a retry."""
+
+    stateless = True
 
     tracing: Tracing = Tracing()
 

@@ -71,6 +71,8 @@ class Statsd(ServerMiddleware):
     """Sends ``jobs.*`` metrics for every job to ``config.statsd``, the client of
     ``config.dogstatsd`` or of the ``statsd`` setting."""
 
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         config = self.wurk_config
         if config is None:

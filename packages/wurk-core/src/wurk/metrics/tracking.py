@@ -199,6 +199,8 @@ class History(ServerMiddleware):
     ``config.server_middleware.remove(wurk.metrics.History)``.
     """
 
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         config = self.wurk_config
         if config is None:

@@ -33,6 +33,8 @@ from wurk.server.retry import Skip, booked_payload
 
 
 class InterruptHandler(ServerMiddleware):
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         try:
             return call_next()
@@ -51,6 +53,8 @@ class InterruptHandler(ServerMiddleware):
 
 
 class Expiry(ServerMiddleware):
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         expiry = job.get("expiry")
         if expiry is None or time.time() <= float(expiry):

@@ -128,6 +128,19 @@ class Shield:
     def __exit__(self, *exc_info: object) -> None:
         self._leave(depth=True)
 
+    def guard(self, action: Callable[[], object]) -> None:
+        """Run ``action`` as a short section: ``with shield.critical():
+        action()`` in two calls instead of four, for the acknowledgement every
+        job makes."""
+        with self._lock:
+            if self._raised:
+                self._refuse()
+            self._depth += 1
+        try:
+            action()
+        finally:
+            self._leave(depth=True)
+
     def hold(self) -> None:
         """A booking starts: critical until :meth:`release`."""
         with self._lock:

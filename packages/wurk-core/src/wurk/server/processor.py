@@ -245,8 +245,7 @@ class Processor:
                     self._abandon(uow)
             finally:
                 if ack:
-                    with self.shield.critical():
-                        uow.acknowledge()
+                    self.shield.guard(uow.acknowledge)
 
     def _kill_unreadable(self, uow: UnitOfWork, exc: fields.UnreadableJobError) -> None:
         """A payload no worker can run goes to the dead set (see

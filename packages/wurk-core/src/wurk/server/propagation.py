@@ -127,6 +127,8 @@ def install(client: Chain, server: Chain) -> None:
 class SaveContext(ClientMiddleware):
     """Writes each carried variable that is set here into the payload."""
 
+    stateless = True
+
     def call(
         self, job_class: Any, job: dict[str, Any], queue: str, redis_pool: RedisPool, call_next: Callable[[], Any]
     ) -> Any:
@@ -146,6 +148,8 @@ class SaveContext(ClientMiddleware):
 
 class LoadContext(ServerMiddleware):
     """Sets each carried variable the payload holds for the run, and resets it after."""
+
+    stateless = True
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         tokens: list[tuple[ContextVar[Any], Token[Any]]] = []

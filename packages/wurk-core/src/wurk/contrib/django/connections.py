@@ -30,6 +30,8 @@ _inherited: list[Any] = []
 class DatabaseConnections(wurk.ServerMiddleware):
     """``close_old_connections()`` before and after each job, as around a request."""
 
+    stateless = True
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         close_old_connections()
         try:

@@ -1,0 +1,133 @@
+"""Worker CPU per no-op job, for two or more Wurk installs side by side.
+
+A change to the worker's hot path is judged by what it costs a job, and the
+machine's load moves that figure more than most changes do. So the installs
+run alternately, round by round, against one private Valkey, and the report
+gives each install's median and, per round, each install's ratio to the
+first one (median and min–max)::
+
+    python bench/worker_cpu.py --python /path/to/before/bin/python --python .venv/bin/python
+    python bench/worker_cpu.py --python A/bin/python --python B/bin/python --rounds 7 --jobs 30000
+
+Each round fills ``queue:default`` with ``--jobs`` Sidekiq-format payloads
+(the same bytes for every install), starts one worker (``-c 5``, job logging
+off) pinned to core 0 with the server on core 1, and reads the worker's CPU
+time (user + system) from the moment the queue first shrinks until it is
+empty: boot and shutdown are outside the window. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import redis
+
+from wurk.redis.servers import ServerProcess, valkey_binary
+
+JOB_MODULE = """\
+import wurk
+
+
+class Noop(wurk.Job):
+    def perform(self, *args):
+        pass
+"""
+
+
+def fill(conn: redis.Redis, jobs: int) -> None:
+    now = time.time() * 1000
+    with conn.pipeline(transaction=False) as pipe:
+        for start in range(0, jobs, 1000):
+            batch = [
+                json.dumps(
+                    {
+                        "class": "noop_jobs.Noop",
+                        "args": [i],
+                        "jid": f"{i:024x}",
+                        "queue": "default",
+                        "retry": True,
+                        "created_at": now,
+                        "enqueued_at": now,
+                    }
+                )
+                for i in range(start, min(start + 1000, jobs))
+            ]
+            pipe.lpush("queue:default", *batch)
+        pipe.sadd("queues", "default")
+        pipe.execute()
+
+
+def one_round(python: str, url: str, jobs: int, work: Path) -> float:
+    """Worker CPU microseconds per job for one drain by ``python``'s Wurk."""
+    conn = redis.Redis.from_url(url)
+    conn.flushdb()
+    fill(conn, jobs)
+    env = {**os.environ, "REDIS_URL": url}
+    command = [python, "-m", "wurk.cli", "-r", "noop_jobs.py", "-q", "default", "-c", "5", "-C", "nolog.yml"]
+    with open(work / "worker.log", "wb") as log:
+        worker = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        os.sched_setaffinity(worker.pid, {0})
+        process = psutil.Process(worker.pid)
+        while conn.llen("queue:default") == jobs:
+            if worker.poll() is not None:
+                raise SystemExit(f"{python}: the worker exited at boot:\n{(work / 'worker.log').read_text()}")
+            time.sleep(0.005)
+        before, left = sum(process.cpu_times()[:2]), conn.llen("queue:default")
+        while conn.llen("queue:default") > 0:
+            time.sleep(0.01)
+        after = sum(process.cpu_times()[:2])
+        return (after - before) / left * 1e6
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--python", action="append", required=True, help="a Python with Wurk installed (give two or more)"
+    )
+    parser.add_argument("--jobs", type=int, default=30_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    options = parser.parse_args()
+    if len(options.python) < 2:
+        parser.error("give --python at least twice: the figures are ratios between installs")
+    work = Path(tempfile.mkdtemp(prefix="wurk-worker-cpu-"))
+    (work / "noop_jobs.py").write_text(JOB_MODULE)
+    (work / "nolog.yml").write_text("skip_default_job_logging: true\n")
+    server = ServerProcess(valkey_binary()).start()
+    try:
+        os.sched_setaffinity(server.process.pid, {1})
+        results: dict[str, list[float]] = {python: [] for python in options.python}
+        for number in range(options.rounds):
+            for python in options.python:
+                figure = one_round(python, server.url, options.jobs, work)
+                results[python].append(figure)
+                print(f"round {number + 1}: {python}: {figure:.1f} us/job", file=sys.stderr)
+    finally:
+        server.stop()
+    first = options.python[0]
+    print(f"worker CPU per no-op job, {options.jobs} jobs, {options.rounds} rounds, -c 5, job logging off")
+    for python, figures in results.items():
+        ratios = [mine / base for mine, base in zip(figures, results[first], strict=True)]
+        print(
+            f"  {python}: median {statistics.median(figures):.1f} us/job; vs first: "
+            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
