@@ -1,6 +1,6 @@
-"""wurk.contrib.django in a real project: the example project of docs/django.md,
-written to disk from the page, on a SQLite file, with real workers started by
-``manage.py wurk``.
+"""wurk.contrib.django in a real project: a copy of the example project
+(examples/django_app, whose files docs/django.md shows), on a SQLite file,
+with real workers started by ``manage.py wurk``.
 
 The same tests run on Django 5.2 with the django-tasks backport (the main
 environment) and on Django 6 with its built-in django.tasks (.ci/run's
@@ -29,36 +29,29 @@ from wurk.contrib.django import keys
 
 pytest.importorskip("django")
 
+EXAMPLE = ROOT / "examples" / "django_app"
 PAGE = ROOT / "docs" / "django.md"
 FILE_BLOCK = re.compile(r"^```python file=(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-MANAGE = """\
-import os
-import sys
-
-if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shopsite.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-"""
 
 
 def write_project(root: Path) -> None:
-    files = FILE_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
-    assert {name for name, _ in files} >= {"shopsite/settings.py", "shop/tasks.py", "shopsite/urls.py"}
-    for name, source in files:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "__init__.py").touch()
-        path.write_text(source, encoding="utf-8")
-    (root / "manage.py").write_text(MANAGE, encoding="utf-8")
+    """A copy of the example project, which a test may add modules to."""
+    shutil.copytree(EXAMPLE, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3"))
     shutil.copy(Path(__file__).with_name("probe.py"), root / "probe.py")
+
+
+def test_every_file_the_page_shows_is_the_example_projects():
+    files = FILE_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
+    shown = {name for name, _ in files}
+    assert shown >= {"shopsite/settings.py", "shopsite/urls.py", "shop/views.py", "shop/jobs.py", "shop/tasks.py"}
+    for name, source in files:
+        assert (EXAMPLE / name).read_text(encoding="utf-8") == source, f"docs/django.md shows {name} otherwise"
 
 
 class Site:
     def __init__(self, root: Path, redis_url: str) -> None:
         self.root = root
-        self.env = {"REDIS_URL": redis_url, "PYTHONPATH": str(root)}
+        self.env = {"REDIS_URL": redis_url, "DATABASE_PATH": str(root / "db.sqlite3"), "PYTHONPATH": str(root)}
         self.workers: list[Subprocess] = []
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -98,7 +91,7 @@ def _base_env() -> dict[str, str]:
 def site(tmp_path, redis_url):
     write_project(tmp_path)
     project = Site(tmp_path, redis_url)
-    project.run("manage.py", "migrate", "--run-syncdb", "-v", "0")
+    project.run("manage.py", "migrate", "-v", "0")
     yield project
     for worker in project.workers:
         worker.stop(timeout=15)
@@ -222,7 +215,7 @@ def _status(redis, result_id: str) -> str | None:
 def test_the_dashboard_is_for_staff_behind_django_login(site, redis):
     seen = site.probe("dashboard")
     assert seen["anonymous"][0] == 302
-    assert "/accounts/login/" in seen["anonymous"][1]
+    assert seen["anonymous"][1].startswith("/admin/login/?next=")
     assert seen["clerk"] == 403
     assert seen["staff"] == 200
     assert seen["base"]

@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from shop.views import order_status, place_order
+
+urlpatterns = [
+    path("orders/", place_order),
+    path("orders/<int:order_id>", order_status),
+    path("admin/", admin.site.urls),  # staff sign in here (settings.LOGIN_URL)
+    path("wurk/", include("wurk.contrib.django.urls")),
+]
