@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +38,8 @@ FILE_BLOCK = re.compile(r"^```python file=(\S+)\n(.*?)^```", re.DOTALL | re.MULT
 def write_project(root: Path) -> None:
     """A copy of the example project, which a test may add modules to."""
     shutil.copytree(EXAMPLE, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3"))
-    shutil.copy(Path(__file__).with_name("probe.py"), root / "probe.py")
+    for script in ("probe.py", "calling.py"):
+        shutil.copy(Path(__file__).with_name(script), root / script)
 
 
 def test_every_file_the_page_shows_is_the_example_projects():
@@ -71,8 +73,12 @@ class Site:
         return json.loads(self.run("probe.py", *args).stdout.strip().splitlines()[-1])
 
     def worker(self, *args: str) -> Subprocess:
+        return self.script("manage.py", "wurk", *args)
+
+    def script(self, *args: str) -> Subprocess:
+        """A long-running Python process in the project (a worker), stopped after the test."""
         log = self.root / f"worker-{len(self.workers)}.log"
-        process = Subprocess([sys.executable, "manage.py", "wurk", *args], env=self.env, cwd=self.root, log=log)
+        process = Subprocess([sys.executable, *args], env=self.env, cwd=self.root, log=log)
         self.workers.append(process)
         return process
 
@@ -284,3 +290,46 @@ def test_each_job_starts_without_the_previous_jobs_database_connection(site, red
     site.worker("-q", "db", "-c", "1")
     wait_for(lambda: redis.llen("connection-seen") == 3, timeout=60)
     assert [seen.decode() for seen in redis.lrange("connection-seen", 0, -1)] == ["0:True", "1:True", "2:True"]
+
+
+CALLED_JOB = """\
+import os
+
+import redis
+
+import wurk
+
+
+class Called(wurk.Job, queue="critical"):
+    def perform(self, label):
+        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("called", f"{label}:{os.getpid()}")
+"""
+
+
+@pytest.mark.parametrize("mode", ["words", "keywords"])
+def test_call_command_runs_a_worker_on_the_flags_given_and_returns_when_it_stops(site, redis, config, mode):
+    # calling.py: call_command("wurk", "-q", "critical", "-c", "2"), or with
+    # queue=["critical"], concurrency=2; the settings say 2 threads on default and mail.
+    (site.root / "shop" / "called_jobs.py").write_text(CALLED_JOB, encoding="utf-8")
+    client = wurk.Client(config)
+    client.push({"class": "shop.called_jobs.Called", "args": ["elsewhere"], "queue": "default"})
+    client.push({"class": "shop.called_jobs.Called", "args": ["critical"], "queue": "critical"})
+    worker = site.script("calling.py", mode)
+    wait_for(lambda: redis.llen("called") == 1, timeout=60)
+    assert redis.lrange("called", 0, -1) == [f"critical:{worker.pid}".encode()]
+    (identity,) = redis.smembers("processes")
+    info = json.loads(redis.hget(identity, "info"))
+    assert (info["pid"], info["concurrency"], info["queues"]) == (worker.pid, 2, ["critical"])
+    assert redis.llen("queue:default") == 1  # not a queue this worker takes
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert "returned" in worker.output().splitlines()
+
+
+def test_call_command_runs_a_subcommand_writes_to_stdout_and_raises_on_failure(site, redis):
+    seen = json.loads(site.run("calling.py", "others").stdout.strip().splitlines()[-1])
+    assert redis.smembers("paused") == {b"mail"}
+    assert seen["stats"]["processed"] == 0
+    assert seen["refused"] == [2, "wurk -q queue:mail exited with status 2"]
+    assert "concurency" in seen["unknown"]
+    assert "concurrency" in seen["unknown"]  # Django lists the valid ones

@@ -4,6 +4,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from shop.jobs import ReceiptJob
 from shop.models import Order
+from shop.tasks import add
 
 
 @csrf_exempt
@@ -21,3 +22,15 @@ def order_status(request, order_id):
     if order is None:
         return JsonResponse({"order": order_id, "found": False}, status=404)
     return JsonResponse({"order": order.pk, "item": order.item, "receipt_sent": order.receipt_sent})
+
+
+@csrf_exempt
+def start_sum(request):
+    result = add.enqueue(int(request.POST["a"]), int(request.POST["b"]))  # a django.tasks task
+    return JsonResponse({"id": result.id, "status": result.status})
+
+
+def sum_result(request, result_id):
+    result = add.get_result(result_id)  # from Redis: any process may ask
+    done = result.status == "SUCCESSFUL"
+    return JsonResponse({"id": result.id, "status": result.status, "sum": result.return_value if done else None})
