@@ -333,3 +333,67 @@ def test_call_command_runs_a_subcommand_writes_to_stdout_and_raises_on_failure(s
     assert seen["refused"] == [2, "wurk -q queue:mail exited with status 2"]
     assert "concurency" in seen["unknown"]
     assert "concurrency" in seen["unknown"]  # Django lists the valid ones
+
+
+FORK_PROBE = """\
+import json
+import os
+
+import redis
+from django.db import connection
+
+import wurk
+
+# Loaded once, in the swarm's parent, before it forks: the parent opens a
+# connection of its own and marks it with a temporary table, which only that
+# connection sees.
+PARENT = os.getpid()
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TEMP TABLE opened_by_parent (pid INTEGER)")
+PARENT_HANDLE = id(connection.connection)
+
+
+def report(where):
+    inherited = connection.connection is not None  # before anything opens one
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_temp_master WHERE name = 'opened_by_parent'")
+        (marked,) = cursor.fetchone()
+    seen = {
+        "where": where,
+        "pid": os.getpid(),
+        "parent": PARENT,
+        "inherited": inherited,
+        "parents_connection": bool(marked) or id(connection.connection) == PARENT_HANDLE,
+    }
+    redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("fork-probe", json.dumps(seen))
+
+
+@wurk.configure_server
+def probe_each_child(config):
+    # Startup runs in each child's main thread: the thread that forked, whose
+    # connections the child inherits.
+    config.on("startup", lambda: report("startup"))
+
+
+class Probe(wurk.Job, queue="default"):
+    def perform(self):
+        report("job")
+"""
+
+
+def test_each_swarm_child_opens_its_own_database_connection_never_the_parents(site, redis, config):
+    (site.root / "shop" / "fork_probe.py").write_text(FORK_PROBE, encoding="utf-8")
+    site.env["WURK_COUNT"] = "2"
+    swarm = site.script("manage.py", "wurk", "swarm", "-r", "shop.fork_probe", "-q", "default", "-c", "2")
+    wait_for(lambda: redis.llen("fork-probe") >= 2, timeout=60)
+    for _ in range(4):
+        wurk.Client(config).push({"class": "shop.fork_probe.Probe", "args": [], "queue": "default"})
+    wait_for(lambda: redis.llen("fork-probe") == 6, timeout=60)
+    seen = [json.loads(raw) for raw in redis.lrange("fork-probe", 0, -1)]
+    started = [entry for entry in seen if entry["where"] == "startup"]
+    children = {entry["pid"] for entry in started}
+    assert len(children) == 2
+    assert swarm.pid not in children
+    assert {entry["parent"] for entry in seen} == {swarm.pid}  # the probe was loaded in the parent
+    assert {entry["pid"] for entry in seen} <= children  # every job ran in a child
+    assert [(entry["inherited"], entry["parents_connection"]) for entry in seen] == [(False, False)] * 6
