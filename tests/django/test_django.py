@@ -397,3 +397,14 @@ def test_each_swarm_child_opens_its_own_database_connection_never_the_parents(si
     assert {entry["parent"] for entry in seen} == {swarm.pid}  # the probe was loaded in the parent
     assert {entry["pid"] for entry in seen} <= children  # every job ran in a child
     assert [(entry["inherited"], entry["parents_connection"]) for entry in seen] == [(False, False)] * 6
+
+
+def test_keyword_options_become_the_flags_of_the_command_named_first():
+    from wurk.contrib.django.management.commands.wurk import command_line, flags_from
+
+    options = {"queues": ["a", "b,2"], "concurrency": 3, "verbose": True, "tag": None, "verbosity": 1}
+    flags = flags_from(options)
+    assert flags == ["--concurrency", "3", "--queue", "a", "--queue", "b,2", "--verbose"]
+    assert flags_from({"queues": "a", "config_file": "wurk.yml"}) == ["--queue", "a", "--config", "wurk.yml"]
+    assert command_line(["swarm", "-r", "app"], ["-c", "3"]) == ["swarm", "-c", "3", "-r", "app"]
+    assert command_line(["-r", "app"], ["-c", "3"]) == ["-c", "3", "-r", "app"]

@@ -71,8 +71,8 @@ class _WordsParser(CommandParser):
     their order, whatever they look like; only the keyword options go
     through Django (as the defaults this parser declares)."""
 
-    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Namespace:  # type: ignore[override]
-        parsed = super().parse_args([], namespace)
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Namespace:
+        parsed: Namespace = super().parse_args([], namespace)
         parsed.args = [str(word) for word in args or ()]
         return parsed
 
