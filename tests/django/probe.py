@@ -52,6 +52,7 @@ def main(action, *args):
         return result_json(add.enqueue(int(args[0]), int(args[1])))
     if action == "add-undone":
         from django.db import transaction
+
         from shop.tasks import add
 
         class Undo(Exception):

@@ -1,6 +1,6 @@
-"""wurk.contrib.django in a real project: the example project of docs/django.md,
-written to disk from the page, on a SQLite file, with real workers started by
-``manage.py wurk``.
+"""wurk.contrib.django in a real project: a copy of the example project
+(examples/django_app, whose files docs/django.md shows), on a SQLite file,
+with real workers started by ``manage.py wurk``.
 
 The same tests run on Django 5.2 with the django-tasks backport (the main
 environment) and on Django 6 with its built-in django.tasks (.ci/run's
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -29,36 +30,30 @@ from wurk.contrib.django import keys
 
 pytest.importorskip("django")
 
+EXAMPLE = ROOT / "examples" / "django_app"
 PAGE = ROOT / "docs" / "django.md"
 FILE_BLOCK = re.compile(r"^```python file=(\S+)\n(.*?)^```", re.DOTALL | re.MULTILINE)
-MANAGE = """\
-import os
-import sys
-
-if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "shopsite.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-"""
 
 
 def write_project(root: Path) -> None:
+    """A copy of the example project, which a test may add modules to."""
+    shutil.copytree(EXAMPLE, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.sqlite3"))
+    for script in ("probe.py", "calling.py"):
+        shutil.copy(Path(__file__).with_name(script), root / script)
+
+
+def test_every_file_the_page_shows_is_the_example_projects():
     files = FILE_BLOCK.findall(PAGE.read_text(encoding="utf-8"))
-    assert {name for name, _ in files} >= {"shopsite/settings.py", "shop/tasks.py", "shopsite/urls.py"}
+    shown = {name for name, _ in files}
+    assert shown >= {"shopsite/settings.py", "shopsite/urls.py", "shop/views.py", "shop/jobs.py", "shop/tasks.py"}
     for name, source in files:
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "__init__.py").touch()
-        path.write_text(source, encoding="utf-8")
-    (root / "manage.py").write_text(MANAGE, encoding="utf-8")
-    shutil.copy(Path(__file__).with_name("probe.py"), root / "probe.py")
+        assert (EXAMPLE / name).read_text(encoding="utf-8") == source, f"docs/django.md shows {name} otherwise"
 
 
 class Site:
     def __init__(self, root: Path, redis_url: str) -> None:
         self.root = root
-        self.env = {"REDIS_URL": redis_url, "PYTHONPATH": str(root)}
+        self.env = {"REDIS_URL": redis_url, "DATABASE_PATH": str(root / "db.sqlite3"), "PYTHONPATH": str(root)}
         self.workers: list[Subprocess] = []
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -78,8 +73,12 @@ class Site:
         return json.loads(self.run("probe.py", *args).stdout.strip().splitlines()[-1])
 
     def worker(self, *args: str) -> Subprocess:
+        return self.script("manage.py", "wurk", *args)
+
+    def script(self, *args: str) -> Subprocess:
+        """A long-running Python process in the project (a worker), stopped after the test."""
         log = self.root / f"worker-{len(self.workers)}.log"
-        process = Subprocess([sys.executable, "manage.py", "wurk", *args], env=self.env, cwd=self.root, log=log)
+        process = Subprocess([sys.executable, *args], env=self.env, cwd=self.root, log=log)
         self.workers.append(process)
         return process
 
@@ -98,7 +97,7 @@ def _base_env() -> dict[str, str]:
 def site(tmp_path, redis_url):
     write_project(tmp_path)
     project = Site(tmp_path, redis_url)
-    project.run("manage.py", "migrate", "--run-syncdb", "-v", "0")
+    project.run("manage.py", "migrate", "-v", "0")
     yield project
     for worker in project.workers:
         worker.stop(timeout=15)
@@ -222,7 +221,7 @@ def _status(redis, result_id: str) -> str | None:
 def test_the_dashboard_is_for_staff_behind_django_login(site, redis):
     seen = site.probe("dashboard")
     assert seen["anonymous"][0] == 302
-    assert "/accounts/login/" in seen["anonymous"][1]
+    assert seen["anonymous"][1].startswith("/admin/login/?next=")
     assert seen["clerk"] == 403
     assert seen["staff"] == 200
     assert seen["base"]
@@ -291,3 +290,121 @@ def test_each_job_starts_without_the_previous_jobs_database_connection(site, red
     site.worker("-q", "db", "-c", "1")
     wait_for(lambda: redis.llen("connection-seen") == 3, timeout=60)
     assert [seen.decode() for seen in redis.lrange("connection-seen", 0, -1)] == ["0:True", "1:True", "2:True"]
+
+
+CALLED_JOB = """\
+import os
+
+import redis
+
+import wurk
+
+
+class Called(wurk.Job, queue="critical"):
+    def perform(self, label):
+        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("called", f"{label}:{os.getpid()}")
+"""
+
+
+@pytest.mark.parametrize("mode", ["words", "keywords"])
+def test_call_command_runs_a_worker_on_the_flags_given_and_returns_when_it_stops(site, redis, config, mode):
+    # calling.py: call_command("wurk", "-q", "critical", "-c", "2"), or with
+    # queue=["critical"], concurrency=2; the settings say 2 threads on default and mail.
+    (site.root / "shop" / "called_jobs.py").write_text(CALLED_JOB, encoding="utf-8")
+    client = wurk.Client(config)
+    client.push({"class": "shop.called_jobs.Called", "args": ["elsewhere"], "queue": "default"})
+    client.push({"class": "shop.called_jobs.Called", "args": ["critical"], "queue": "critical"})
+    worker = site.script("calling.py", mode)
+    wait_for(lambda: redis.llen("called") == 1, timeout=60)
+    assert redis.lrange("called", 0, -1) == [f"critical:{worker.pid}".encode()]
+    (identity,) = redis.smembers("processes")
+    info = json.loads(redis.hget(identity, "info"))
+    assert (info["pid"], info["concurrency"], info["queues"]) == (worker.pid, 2, ["critical"])
+    assert redis.llen("queue:default") == 1  # not a queue this worker takes
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert "returned" in worker.output().splitlines()
+
+
+def test_call_command_runs_a_subcommand_writes_to_stdout_and_raises_on_failure(site, redis):
+    seen = json.loads(site.run("calling.py", "others").stdout.strip().splitlines()[-1])
+    assert redis.smembers("paused") == {b"mail"}
+    assert seen["stats"]["processed"] == 0
+    assert seen["refused"] == [2, "wurk -q queue:mail exited with status 2"]
+    assert "concurency" in seen["unknown"]
+    assert "concurrency" in seen["unknown"]  # Django lists the valid ones
+
+
+FORK_PROBE = """\
+import json
+import os
+
+import redis
+from django.db import connection
+
+import wurk
+
+# Loaded once, in the swarm's parent, before it forks: the parent opens a
+# connection of its own and marks it with a temporary table, which only that
+# connection sees.
+PARENT = os.getpid()
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TEMP TABLE opened_by_parent (pid INTEGER)")
+PARENT_HANDLE = id(connection.connection)
+
+
+def report(where):
+    inherited = connection.connection is not None  # before anything opens one
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sqlite_temp_master WHERE name = 'opened_by_parent'")
+        (marked,) = cursor.fetchone()
+    seen = {
+        "where": where,
+        "pid": os.getpid(),
+        "parent": PARENT,
+        "inherited": inherited,
+        "parents_connection": bool(marked) or id(connection.connection) == PARENT_HANDLE,
+    }
+    redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("fork-probe", json.dumps(seen))
+
+
+@wurk.configure_server
+def probe_each_child(config):
+    # Startup runs in each child's main thread: the thread that forked, whose
+    # connections the child inherits.
+    config.on("startup", lambda: report("startup"))
+
+
+class Probe(wurk.Job, queue="default"):
+    def perform(self):
+        report("job")
+"""
+
+
+def test_each_swarm_child_opens_its_own_database_connection_never_the_parents(site, redis, config):
+    (site.root / "shop" / "fork_probe.py").write_text(FORK_PROBE, encoding="utf-8")
+    site.env["WURK_COUNT"] = "2"
+    swarm = site.script("manage.py", "wurk", "swarm", "-r", "shop.fork_probe", "-q", "default", "-c", "2")
+    wait_for(lambda: redis.llen("fork-probe") >= 2, timeout=60)
+    for _ in range(4):
+        wurk.Client(config).push({"class": "shop.fork_probe.Probe", "args": [], "queue": "default"})
+    wait_for(lambda: redis.llen("fork-probe") == 6, timeout=60)
+    seen = [json.loads(raw) for raw in redis.lrange("fork-probe", 0, -1)]
+    started = [entry for entry in seen if entry["where"] == "startup"]
+    children = {entry["pid"] for entry in started}
+    assert len(children) == 2
+    assert swarm.pid not in children
+    assert {entry["parent"] for entry in seen} == {swarm.pid}  # the probe was loaded in the parent
+    assert {entry["pid"] for entry in seen} <= children  # every job ran in a child
+    assert [(entry["inherited"], entry["parents_connection"]) for entry in seen] == [(False, False)] * 6
+
+
+def test_keyword_options_become_the_flags_of_the_command_named_first():
+    from wurk.contrib.django.management.commands.wurk import command_line, flags_from
+
+    options = {"queues": ["a", "b,2"], "concurrency": 3, "verbose": True, "tag": None, "verbosity": 1}
+    flags = flags_from(options)
+    assert flags == ["--concurrency", "3", "--queue", "a", "--queue", "b,2", "--verbose"]
+    assert flags_from({"queues": "a", "config_file": "wurk.yml"}) == ["--queue", "a", "--config", "wurk.yml"]
+    assert command_line(["swarm", "-r", "app"], ["-c", "3"]) == ["swarm", "-c", "3", "-r", "app"]
+    assert command_line(["-r", "app"], ["-c", "3"]) == ["-c", "3", "-r", "app"]

@@ -33,16 +33,16 @@ class WebServer:
 
 @contextmanager
 def serving(
-    command: Sequence[str], port: int, log: Path, env: dict[str, str], cwd: Path = EXAMPLES
+    command: Sequence[str], port: int, log: Path, env: dict[str, str], cwd: Path = EXAMPLES, ready: str = "/pid"
 ) -> Iterator[WebServer]:
-    """Run ``command`` (a server listening on ``port``) until it answers ``/pid``."""
+    """Run ``command`` (a server listening on ``port``) until it answers ``ready`` with a 200."""
     process = Subprocess([sys.executable, *command], env=env, cwd=cwd, log=log)
     server = WebServer(process, f"http://127.0.0.1:{port}", log)
 
     def answers() -> bool:
         assert process.proc.poll() is None, f"the server exited:\n{server.text()}"
         try:
-            return server.http.get("/pid").status_code == 200
+            return server.http.get(ready).status_code == 200
         except httpx.TransportError:
             return False
 
@@ -54,9 +54,11 @@ def serving(
         process.stop(timeout=30)
 
 
-def uvicorn(app: str, log: Path, env: dict[str, str], cwd: Path = EXAMPLES) -> AbstractContextManager[WebServer]:
+def uvicorn(
+    app: str, log: Path, env: dict[str, str], cwd: Path = EXAMPLES, ready: str = "/pid"
+) -> AbstractContextManager[WebServer]:
     port = free_port()
-    return serving(["-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port)], port, log, env, cwd)
+    return serving(["-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port)], port, log, env, cwd, ready)
 
 
 def gunicorn(app: str, log: Path, env: dict[str, str], *extra: str) -> AbstractContextManager[WebServer]:
