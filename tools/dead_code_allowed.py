@@ -86,3 +86,8 @@ _.run_from_argv
 _.print_help
 _.add_arguments
 urlpatterns
+
+# The management command's parser takes its class by assignment: Django's
+# create_parser builds a CommandParser, and call_command's words must reach
+# wurk's own parser untouched.
+_.__class__
