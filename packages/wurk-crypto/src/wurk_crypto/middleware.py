@@ -14,7 +14,7 @@ decrypted sends the job straight to the dead set: a retry would fail alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wurk.client import payload as wire
@@ -50,9 +50,31 @@ class DecryptServer(ServerMiddleware):
     stateless = True
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
+        args = self._decrypt(job)
+        if args is None:
+            return call_next()
+        try:
+            return call_next()
+        finally:
+            job["args"] = args
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        args = self._decrypt(job)
+        if args is None:
+            return await call_next()
+        try:
+            return await call_next()
+        finally:
+            job["args"] = args
+
+    def _decrypt(self, job: dict[str, Any]) -> list[Any] | None:
+        """Put the plaintext in ``job["args"]``; the sealed arguments to put
+        back afterwards, or ``None`` for a job that is not encrypted."""
         args = job.get("args")
         if not args or not (job.get("encrypt") or envelope.is_envelope(args[-1])):
-            return call_next()
+            return None
         # A worker that never enabled encryption is misconfigured, not the
         # job broken: this raises and retries, so a deploy can fix it.
         ring = keyring.current(str(job.get("class")))
@@ -65,10 +87,7 @@ class DecryptServer(ServerMiddleware):
             self._kill(payload, exc)
             raise Handled() from exc
         job["args"] = [*args[:-1], plaintext]
-        try:
-            return call_next()
-        finally:
-            job["args"] = args
+        return args
 
     @staticmethod
     def _open(ring: keyring.Keyring, sealed: Any) -> Any:

@@ -19,7 +19,7 @@ no retry, no failure, and a batch acks neither success nor failure.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import wurk
@@ -76,6 +76,17 @@ class LimiterMiddleware(ServerMiddleware):
         except settings.catches() as exc:
             self._handle(config, settings, job, queue, exc)
             raise  # only reached for reschedule=0
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        config = self.wurk_config or wurk.current_config()
+        settings = limiter_config(config)
+        try:
+            return await call_next()
+        except settings.catches() as exc:
+            self._handle(config, settings, job, queue, exc)
+            raise
 
     def _handle(
         self, config: wurk.Config, settings: LimiterConfig, job: dict[str, Any], queue: str, exc: BaseException

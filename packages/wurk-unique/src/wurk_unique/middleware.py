@@ -15,7 +15,7 @@ seconds and a bad value is refused before anything is written.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from wurk.client.middleware import ClientMiddleware, ServerMiddleware
@@ -81,19 +81,41 @@ class UniqueServer(ServerMiddleware):
     stateless = True
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        if not job.get("unique_for") or not switch.is_on():
+        release = self._release(job_instance, job)
+        if release is None:
             return call_next()
+        result = call_next()
+        release()
+        return result
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        release = self._release(job_instance, job)
+        if release is None:
+            return await call_next()
+        result = await call_next()
+        release()
+        return result
+
+    def _release(self, job_instance: Any, job: dict[str, Any]) -> Callable[[], None] | None:
+        """What lets the job's lock go once it succeeded; ``None`` when there
+        is nothing left to do after it (not unique, or unlocked at start, here)."""
+        if not job.get("unique_for") or not switch.is_on():
+            return None
         config = lock.root_config(self.config)
         # Keyed on the payload as enqueued, which is what the push hashed,
         # whatever an outer middleware did to ``job`` since.
         key = lock.key_for(booked_payload(job), type(job_instance), config)
         pool = config.redis_pool
-        if lock.until_of(job.get("unique_until")) == "start":
+
+        def release() -> None:
             lock.release_quietly(config, pool, key, job.get("jid"))
-            return call_next()
-        result = call_next()
-        lock.release_quietly(config, pool, key, job.get("jid"))
-        return result
+
+        if lock.until_of(job.get("unique_until")) == "start":
+            release()
+            return None
+        return release
 
 
 __all__ = ["UniqueClient", "UniqueServer", "coerce_unique_for", "coerce_unique_until", "encryption_enabled"]

@@ -33,8 +33,12 @@ another one, falling back to the front or the end when the anchor is absent.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import logging
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -92,6 +96,10 @@ class ClientMiddleware(Middleware):
 
 
 class ServerMiddleware(Middleware):
+    """Wraps ``perform``. For an ``async def perform`` the chain awaits
+    ``call_async`` where a class defines one (``call_next`` then returns an
+    awaitable), and runs ``call`` on a thread of its own where it does not."""
+
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         return call_next()
 
@@ -242,3 +250,66 @@ class Chain:
             instance = entry.make(config) if shared is None else shared
             call_next = partial(instance.call, *args, call_next)
         return call_next()
+
+    async def invoke_async(self, *args: Any, final: Callable[[], Awaitable[Any]]) -> Any:
+        """Run the chain around ``final`` for a job on the event loop.
+
+        A middleware with an ``async def call_async`` is awaited there. One
+        with only ``call`` still runs, on a thread of its own whose
+        ``call_next`` waits for the rest of the chain on the loop: correct,
+        but that thread is held for the job's whole run, which is what
+        ``call_async`` spares.
+        """
+        call_next = final
+        config = self.config
+        for entry, shared in self._plan or self._planned():
+            instance = entry.make(config) if shared is None else shared
+            call_async = getattr(instance, "call_async", None)
+            if call_async is not None:
+                call_next = partial(call_async, *args, call_next)
+            else:
+                call_next = partial(_in_thread, instance.call, args, call_next)
+        return await call_next()
+
+
+async def _in_thread(call: Callable[..., Any], args: tuple[Any, ...], call_next: Callable[[], Awaitable[Any]]) -> Any:
+    """A synchronous middleware's ``call`` in an async job: on a new thread,
+    in a copy of the job's context, its ``call_next`` waiting for the inner
+    layers on the loop. A thread per call, not a bounded pool: a job holds
+    one per such middleware, and a pool too small for them would deadlock."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+    inner_runs: list[concurrent.futures.Future[Any]] = []
+
+    async def rest() -> Any:
+        return await call_next()
+
+    def inner() -> Any:
+        run: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(rest(), loop)
+        inner_runs.append(run)
+        return run.result()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if done.done():  # the job was cancelled meanwhile
+            return
+        if error is None:
+            done.set_result(result)
+        else:
+            done.set_exception(error)
+
+    def run() -> None:
+        try:
+            result = context.run(call, *args, inner)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, result, None)
+
+    threading.Thread(target=run, name="wurk-sync-middleware", daemon=True).start()
+    try:
+        return await done
+    except asyncio.CancelledError:
+        for inner_run in inner_runs:  # the shutdown reaches the job itself too
+            inner_run.cancel()
+        raise

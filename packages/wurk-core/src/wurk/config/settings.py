@@ -302,6 +302,9 @@ DEFAULTS: dict[str, Any] = {
     "require": ".",
     "environment": None,
     "concurrency": 5,
+    # How many ``async def perform`` jobs a capsule runs at once on the
+    # process's event loop, beside its ``concurrency`` threads.
+    "async_concurrency": 100,
     "timeout": 25,
     "poll_interval_average": None,
     "average_scheduled_poll_interval": 5,
@@ -366,6 +369,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "death_handlers": handler_list,
     "redis_error_handlers": handler_list,
     "fetch_poll_interval": positive_number,
+    "async_concurrency": whole_number(1),
     "poison_pill_window": positive_number,
     "job_packages": optional(check_module_names),
     "plugins": name_list,

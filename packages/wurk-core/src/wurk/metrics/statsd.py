@@ -20,7 +20,7 @@ through the error handlers and never fails the job.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wurk.client.middleware import ServerMiddleware
@@ -80,7 +80,6 @@ class Statsd(ServerMiddleware):
         client = config.statsd
         if client is None:
             return call_next()
-        tags = [f"worker:{class_name(job)}", f"queue:{queue}"]
         started = time.monotonic()
         outcome: str | None = FAILURE
         try:
@@ -91,11 +90,36 @@ class Statsd(ServerMiddleware):
             outcome = None
             raise
         finally:
-            ms = (time.monotonic() - started) * 1000.0
-            try:
-                increment(client, COUNT, tags)
-                if outcome is not None:
-                    increment(client, outcome, tags)
-                timing(client, PERFORM, ms, tags)
-            except Exception as exc:
-                config.handle_exception(exc, {"context": "statsd", "jid": job.get("jid")})
+            send(config, client, job, queue, outcome, started)
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        config = self.wurk_config
+        client = None if config is None else config.statsd
+        if config is None or client is None:
+            return await call_next()
+        started = time.monotonic()
+        outcome: str | None = FAILURE
+        try:
+            result = await call_next()
+            outcome = SUCCESS
+            return result
+        except (Skip, Interrupted):
+            outcome = None
+            raise
+        finally:
+            send(config, client, job, queue, outcome, started)
+
+
+def send(config: Any, client: Any, job: dict[str, Any], queue: str, outcome: str | None, started: float) -> None:
+    """One job's counters and timing; a statsd error is reported, never the job's."""
+    tags = [f"worker:{class_name(job)}", f"queue:{queue}"]
+    ms = (time.monotonic() - started) * 1000.0
+    try:
+        increment(client, COUNT, tags)
+        if outcome is not None:
+            increment(client, outcome, tags)
+        timing(client, PERFORM, ms, tags)
+    except Exception as exc:
+        config.handle_exception(exc, {"context": "statsd", "jid": job.get("jid")})

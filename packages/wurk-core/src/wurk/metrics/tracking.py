@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,20 @@ class ExecutionTracker:
         failed = False
         try:
             return run()
+        except _NOT_FAILURES:
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            self.record(klass, (time.monotonic_ns() - started) // 1_000_000, failed=failed)
+
+    async def track_async(self, klass: str, run: Callable[[], Awaitable[Any]]) -> Any:
+        """:meth:`track` for a job on the event loop."""
+        started = time.monotonic_ns()
+        failed = False
+        try:
+            return await run()
         except _NOT_FAILURES:
             raise
         except BaseException:
@@ -206,6 +220,14 @@ class History(ServerMiddleware):
         if config is None:
             return call_next()
         return tracker_for(config).track(class_name(job), call_next)
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        config = self.wurk_config
+        if config is None:
+            return await call_next()
+        return await tracker_for(config).track_async(class_name(job), call_next)
 
 
 #: Sidekiq's name for the same middleware.

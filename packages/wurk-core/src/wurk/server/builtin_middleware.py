@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from wurk.client.middleware import ServerMiddleware
@@ -39,17 +39,35 @@ class InterruptHandler(ServerMiddleware):
         try:
             return call_next()
         except Interrupted:
-            jobstr = current_jobstr.get()
-            private = current_private.get()
-            owner = self.config
-            if jobstr is None or private is None or owner is None:
+            if not self._gave_back(queue):
                 raise
-            # A guarded move (pushed only if still in the private list), not a
-            # plain RPUSH: sent again after a lost reply, it moves nothing more.
-            script_keys = [private, keys.queue(queue)]
-            booking()  # its way back and the acknowledgement are not cut apart by a shutdown
-            owner.redis_pool.execute(lambda conn: owner.scripts.call("core.requeue", conn, script_keys, [jobstr]))
             raise Skip() from None
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        try:
+            return await call_next()
+        except Interrupted:
+            if not self._gave_back(queue):
+                raise
+            raise Skip() from None
+
+    def _gave_back(self, queue: str) -> bool:
+        """The job said it was interrupted (a stopping iterable job): back to
+        its queue, and then a ``Skip`` acknowledges it here. Whether it could
+        be (not outside a worker)."""
+        jobstr = current_jobstr.get()
+        private = current_private.get()
+        owner = self.config
+        if jobstr is None or private is None or owner is None:
+            return False
+        # A guarded move (pushed only if still in the private list), not a
+        # plain RPUSH: sent again after a lost reply, it moves nothing more.
+        script_keys = [private, keys.queue(queue)]
+        booking()  # its way back and the acknowledgement are not cut apart by a shutdown
+        owner.redis_pool.execute(lambda conn: owner.scripts.call("core.requeue", conn, script_keys, [jobstr]))
+        return True
 
 
 class Expiry(ServerMiddleware):
@@ -59,6 +77,19 @@ class Expiry(ServerMiddleware):
         expiry = job.get("expiry")
         if expiry is None or time.time() <= float(expiry):
             return call_next()
+        self._expire(job, queue, expiry)
+        return None  # the job does not run
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        expiry = job.get("expiry")
+        if expiry is None or time.time() <= float(expiry):
+            return await call_next()
+        self._expire(job, queue, expiry)
+        return None  # the job does not run
+
+    def _expire(self, job: dict[str, Any], queue: str, expiry: Any) -> None:
         config = self.wurk_config
         if config is not None:
             stats = config.lookup("process_stats")
@@ -69,7 +100,6 @@ class Expiry(ServerMiddleware):
         if config is not None:
             # Told here, where it is known; the processor then tells no success.
             outcomes.report(config, Outcome.of("died", booked_payload(job), queue=queue, reason="expired"))
-        return None
 
 
 __all__ = ["Expiry", "InterruptHandler", "current_job", "current_jobstr", "current_stopping", "stopping"]

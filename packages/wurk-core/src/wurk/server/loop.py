@@ -16,7 +16,7 @@ import asyncio
 import contextvars
 import os
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 
@@ -67,6 +67,10 @@ class LoopRunner:
             return await asyncio.get_running_loop().create_task(_await(awaitable), context=context)
 
         return asyncio.run_coroutine_threadsafe(wrapper(), loop).result()
+
+    def call_soon(self, callback: Callable[..., object], *args: Any) -> None:
+        """Call ``callback(*args)`` on the loop's thread, starting the loop if need be."""
+        self._ensure().call_soon_threadsafe(callback, *args)
 
     def stop(self) -> None:
         if self._pid != os.getpid():

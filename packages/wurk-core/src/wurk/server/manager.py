@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from wurk.server.asyncjobs import AsyncJobs, is_async_job
 from wurk.server.fetch import Fetcher, ReliableFetcher
 from wurk.server.processor import Processor, ProcessStats
 from wurk.server.retry import JobRetry
@@ -62,6 +63,9 @@ class Manager:
         self._average = SLOW_JOB
         self.retrier = JobRetry(self.config)
         self._resolved: dict[str, type] = {}
+        #: Job class name -> its class when ``perform`` is ``async def``, else ``None``.
+        self.async_classes: dict[str, type | None] = {}
+        self.asyncs = AsyncJobs(loop, int(self.config["async_concurrency"]))
         self._lock = threading.Lock()
         self._done = False
         self._deaths: list[float] = []
@@ -73,21 +77,34 @@ class Manager:
             found = self._resolved[name] = self.config.jobs.resolve(name)
         return found
 
+    def async_class(self, name: str) -> type | None:
+        """The class named ``name`` if it runs on the event loop, else
+        ``None`` (also when it cannot be resolved: the thread's run reports that)."""
+        try:
+            found = self.resolve(name)
+        except Exception:
+            return None  # not remembered: a module deployed later resolves then
+        kind = found if is_async_job(found) else None
+        self.async_classes[name] = kind
+        return kind
+
     def job_finished(self, seconds: float) -> None:
         """Fold one job's duration into the moving average the prefetch uses."""
         self._average += (seconds - self._average) * 0.05
 
     def prefetch(self) -> int:
-        """Claim a job per thread ahead while jobs are short; none while they are
-        long, so a slow job never holds back work another process could run."""
-        return self.capsule.concurrency if self._average < FAST_JOB else 0
+        """Claim a job per thread ahead while jobs are short, or while async
+        jobs run (each hands its thread back at once); none while threads'
+        jobs are long, so a slow job never holds back work another process
+        could run."""
+        return self.capsule.concurrency if self._average < FAST_JOB or self.asyncs.has_room() else 0
 
     def start(self) -> None:
         for processor in self.processors:
             processor.start()
 
     def busy(self) -> int:
-        return sum(1 for p in list(self.processors) if p.current is not None)
+        return sum(1 for p in list(self.processors) if p.current is not None) + self.asyncs.running
 
     def processor_died(self, processor: Processor, exc: BaseException) -> None:
         """Replace a processor whose thread ended on an unexpected error, after
@@ -134,9 +151,11 @@ class Manager:
             remaining = deadline - time.monotonic()
             if remaining > 0 and processor.thread.ident is not None:
                 processor.thread.join(remaining)
+        self.asyncs.wait(deadline)
         running = [processor for processor in self.processors if processor.alive]
         for processor in running:
             processor.interrupt()  # now (its outcome told first), or where its critical section ends
+        self.asyncs.cancel(BOOKING_GRACE)  # each one's job goes back to its queue below
         settled_by = time.monotonic() + BOOKING_GRACE
         for processor in running:
             if not processor.shield.settle(settled_by - time.monotonic()):

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 FETCH_ERROR_PAUSE = 1.0
 
+#: A job class name not looked up yet.
+UNSEEN: Any = object()
+
 
 class ProcessStats:
     """Counts since the last heartbeat; the heartbeat swaps them out."""
@@ -105,6 +108,9 @@ class Processor:
         self.current: UnitOfWork | None = None
         self._done = False
         self._chain = self.capsule.server_middleware
+        #: Each job class name seen, with its class when ``perform`` is
+        #: ``async def`` (``None`` for a thread's job): one look-up a job.
+        self._kinds = manager.async_classes
         self._skip_logging = bool(self.config.option("skip_default_job_logging"))
         self._logged = tuple(self.config.option("logged_job_attributes") or ())
         self._listening = self.retrier.listening
@@ -195,9 +201,61 @@ class Processor:
         except fields.UnreadableJobError as exc:
             self._kill_unreadable(uow, exc)
             return
-        ack = False
         # It parsed, so it was UTF-8 and came back from the fetch as text.
         jobstr = jobstr if isinstance(jobstr, str) else jobstr.decode()
+        async_class = self._kinds.get(job["class"], UNSEEN)
+        if async_class is UNSEEN:
+            async_class = self.manager.async_class(job["class"])
+        if async_class is not None:
+            if not self.manager.asyncs.start(self, uow, job, jobstr, async_class):
+                self.shield.guard(lambda: self.fetcher.requeue([uow]))  # quieted while waiting for room
+            return
+        context = self._begin(uow, job, jobstr)
+        ack = False
+        with with_context(**context):
+            started = time.monotonic()
+            if not self._skip_logging:
+                self._log("start")
+            try:
+                try:
+                    self.retrier.run_global(job, uow.queue, lambda: self._stats(job, jobstr, uow.queue))
+                except BaseException as exc:
+                    ack = self._ended(uow, job, jobstr, started, exc)
+                else:
+                    ack = True
+                    self._succeeded(uow, job, started)
+            finally:
+                if ack:
+                    self.shield.guard(uow.acknowledge)
+
+    async def process_async(self, uow: UnitOfWork, job: dict[str, Any], jobstr: str, job_class: type, key: str) -> None:
+        """:meth:`process` for a job whose ``perform`` is ``async def``, run as
+        a task on the event loop (see :mod:`wurk.server.asyncjobs`). A shutdown
+        arrives as the task's cancellation, and nothing from the booking to
+        the acknowledgement awaits, so there is no shield to hold."""
+        context = self._begin(uow, job, jobstr)
+        current_shield.set(None)
+        ack = False
+        with with_context(**context):
+            started = time.monotonic()
+            if not self._skip_logging:
+                self._log("start")
+            try:
+                try:
+                    await self.retrier.run_global_async(
+                        job, uow.queue, lambda: self._stats_async(job, jobstr, uow.queue, job_class, key)
+                    )
+                except BaseException as exc:
+                    ack = self._ended(uow, job, jobstr, started, exc)
+                else:
+                    ack = True
+                    self._succeeded(uow, job, started)
+            finally:
+                if ack:
+                    uow.acknowledge()
+
+    def _begin(self, uow: UnitOfWork, job: dict[str, Any], jobstr: str) -> dict[str, Any]:
+        """The job's context variables set; its log context returned."""
         current_jobstr.set(jobstr)
         current_private.set(uow.private)
         current_job.set(job)
@@ -205,47 +263,42 @@ class Processor:
         context.update({key: job.get(key) for key in self._logged})
         if self._listening:
             outcomes.begin(job.get("jid"))
-        with with_context(**context):
-            started = time.monotonic()
-            if not self._skip_logging:
-                self._log("start")
-            try:
-                self.retrier.run_global(job, uow.queue, lambda: self._stats(job, jobstr, uow.queue))
-                ack = True
-                self._log_end("done", started)
-                if self._listening and not outcomes.told() and self._given_back is not uow:
-                    self.retrier.tell("succeeded", job, queue=uow.queue)
-            except Skip as skip:
-                ack = True
-                self._log_end("done", started)
-                # InterruptHandler gave the job back to its queue; its Skip
-                # keeps the Interrupted as context (``from None`` only hides it).
-                if self._listening and not outcomes.told() and isinstance(skip.__context__, Interrupted):
-                    self.retrier.tell("interrupted", job, skip.__context__, queue=uow.queue)
-            except Handled as handled:
-                ack = True
-                self._log_end("fail", started)
-                cause = handled.__cause__ or handled
-                self.config.handle_exception(cause, {"context": "Job raised exception", "job": job})
-            except Shutdown as shutdown:
-                self._log_end("interrupted", started)
-                if self._listening and self._given_back is not uow:
-                    self.retrier.tell("interrupted", job, shutdown, queue=uow.queue)
-            except BaseException as exc:
-                # Past the retry layer. Redis went away while booking the
-                # failure: the job stays in the private list, and the next
-                # fetch gives it back to its queue. Anything else, before the
-                # job finished, is a payload the retry layer cannot book:
-                # given back, it would fail the same way at once, forever, so
-                # it goes to the dead set.
-                self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
-                if not ack and isinstance(exc, Exception) and not isinstance(exc, REDIS_TROUBLE):
-                    ack = self._kill_unbookable(uow, job, exc)
-                else:
-                    self._abandon(uow)
-            finally:
-                if ack:
-                    self.shield.guard(uow.acknowledge)
+        return context
+
+    def _succeeded(self, uow: UnitOfWork, job: dict[str, Any], started: float) -> None:
+        self._log_end("done", started)
+        if self._listening and not outcomes.told() and self._given_back is not uow:
+            self.retrier.tell("succeeded", job, queue=uow.queue)
+
+    def _ended(self, uow: UnitOfWork, job: dict[str, Any], jobstr: str, started: float, exc: BaseException) -> bool:
+        """The job left the retry layer with ``exc``: log and tell what that
+        means, and whether the job is to be acknowledged."""
+        if isinstance(exc, Skip):
+            self._log_end("done", started)
+            # InterruptHandler gave the job back to its queue; its Skip
+            # keeps the Interrupted as context (``from None`` only hides it).
+            if self._listening and not outcomes.told() and isinstance(exc.__context__, Interrupted):
+                self.retrier.tell("interrupted", job, exc.__context__, queue=uow.queue)
+            return True
+        if isinstance(exc, Handled):
+            self._log_end("fail", started)
+            self.config.handle_exception(exc.__cause__ or exc, {"context": "Job raised exception", "job": job})
+            return True
+        if isinstance(exc, Shutdown):
+            self._log_end("interrupted", started)
+            if self._listening and self._given_back is not uow:
+                self.retrier.tell("interrupted", job, exc, queue=uow.queue)
+            return False
+        # Past the retry layer. Redis went away while booking the failure:
+        # the job stays in the private list, and the next fetch gives it back
+        # to its queue. Anything else, before the job finished, is a payload
+        # the retry layer cannot book: given back, it would fail the same way
+        # at once, forever, so it goes to the dead set.
+        self.config.handle_exception(exc, {"context": "Internal exception!", "job": job, "jobstr": jobstr})
+        if isinstance(exc, Exception) and not isinstance(exc, REDIS_TROUBLE):
+            return self._kill_unbookable(uow, job, exc)
+        self._abandon(uow)
+        return False
 
     def _kill_unreadable(self, uow: UnitOfWork, exc: fields.UnreadableJobError) -> None:
         """A payload no worker can run goes to the dead set (see
@@ -329,6 +382,28 @@ class Processor:
             queue,
             lambda: self._chain.invoke(instance, job, queue, final=lambda: self._execute(instance, job["args"])),
         )
+
+    async def _stats_async(self, job: dict[str, Any], jobstr: str, queue: str, job_class: type, key: str) -> Any:
+        work = self.manager.work_state
+        work[key] = {"queue": queue, "payload": jobstr, "run_at": int(time.time())}
+        failed = False
+        try:
+            instance = job_class()
+            instance.jid = job.get("jid")
+            return await self.retrier.run_local_async(
+                job_class,
+                job,
+                queue,
+                lambda: self._chain.invoke_async(instance, job, queue, final=lambda: instance.perform(*job["args"])),
+            )
+        except (Skip, Shutdown):
+            raise
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            work.pop(key, None)
+            self.manager.stats.count(failed=failed)
 
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)

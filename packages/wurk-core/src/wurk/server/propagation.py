@@ -34,7 +34,7 @@ than what the pushing code held.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, get_type_hints
 
@@ -152,12 +152,27 @@ class LoadContext(ServerMiddleware):
     stateless = True
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
-        tokens: list[tuple[ContextVar[Any], Token[Any]]] = []
+        tokens = carry_in(job)
         try:
-            for key, var in propagated().items():
-                if key in job:
-                    tokens.append((var, var.set(job[key])))
             return call_next()
         finally:
-            for var, token in reversed(tokens):
-                var.reset(token)
+            carry_out(tokens)
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        tokens = carry_in(job)
+        try:
+            return await call_next()
+        finally:
+            carry_out(tokens)
+
+
+def carry_in(job: dict[str, Any]) -> list[tuple[ContextVar[Any], Token[Any]]]:
+    """Set each carried variable the payload holds; the tokens that undo it."""
+    return [(var, var.set(job[key])) for key, var in propagated().items() if key in job]
+
+
+def carry_out(tokens: list[tuple[ContextVar[Any], Token[Any]]]) -> None:
+    for var, token in reversed(tokens):
+        var.reset(token)

@@ -34,11 +34,12 @@ these entries as their own.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from wurk.client import fields
 from wurk.client import payload as wire
@@ -122,6 +123,20 @@ def caused_by_shutdown(exc: BaseException, depth: int = 0) -> bool:
     return cause is not None and caused_by_shutdown(cause, depth + 1)
 
 
+def shutdown_of_task(exc: BaseException) -> BaseException:
+    """``exc`` as the retry layer should see it in a job on the event loop: a
+    cancellation of the running task is the shutdown giving the job back (a
+    ``Shutdown``); a ``CancelledError`` the job's own code let out, with no
+    cancellation asked for, is the job's failure like any other error."""
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            shutdown = Shutdown()
+            shutdown.__cause__ = exc
+            return shutdown
+    return exc
+
+
 def default_delay(count: int) -> float:
     return count**4 + 15
 
@@ -193,16 +208,7 @@ class JobRetry:
         except (Handled, Shutdown):
             raise
         except BaseException as exc:
-            if caused_by_shutdown(exc):
-                raise Shutdown() from exc
-            booking()
-            payload = booked_payload(job)
-            if retries_enabled(payload.get("retry")):
-                self.process_retry(None, payload, queue, exc)
-            else:
-                self.run_death_handlers(payload, exc, "retry_false")
-                self.tell("died", payload, exc, "retry_false", queue)
-            raise Handled() from exc
+            self._book_global(job, queue, exc)
 
     def run_local(self, job_class: type[Job], job: dict[str, Any], queue: str, body: Callable[[], Any]) -> Any:
         try:
@@ -210,16 +216,54 @@ class JobRetry:
         except (Handled, Shutdown):
             raise
         except BaseException as exc:
-            if caused_by_shutdown(exc):
-                raise Shutdown() from exc
-            booking()
-            payload = booked_payload(job)
-            if payload.get("retry") is None:
-                payload["retry"] = job_class.get_options(self.config).get("retry", True)
-            if not retries_enabled(payload["retry"]):
-                raise  # the global guard runs the death handlers
-            self.process_retry(job_class, payload, queue, exc)
-            raise Handled() from exc
+            self._book_local(job_class, job, queue, exc)
+
+    async def run_global_async(self, job: dict[str, Any], queue: str, body: Callable[[], Awaitable[Any]]) -> Any:
+        """:meth:`run_global` for a job on the event loop, where a shutdown
+        arrives as the task's cancellation."""
+        try:
+            return await body()
+        except (Handled, Shutdown):
+            raise
+        except BaseException as exc:
+            self._book_global(job, queue, shutdown_of_task(exc))
+
+    async def run_local_async(
+        self, job_class: type[Job], job: dict[str, Any], queue: str, body: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        try:
+            return await body()
+        except (Handled, Shutdown):
+            raise
+        except BaseException as exc:
+            self._book_local(job_class, job, queue, shutdown_of_task(exc))
+
+    # Called from the ``except`` clauses above: each raises, a bare ``raise``
+    # re-raising the job's own error with its traceback.
+
+    def _book_global(self, job: dict[str, Any], queue: str, exc: BaseException) -> NoReturn:
+        if caused_by_shutdown(exc):
+            raise Shutdown() from exc
+        booking()
+        payload = booked_payload(job)
+        if retries_enabled(payload.get("retry")):
+            self.process_retry(None, payload, queue, exc)
+        else:
+            self.run_death_handlers(payload, exc, "retry_false")
+            self.tell("died", payload, exc, "retry_false", queue)
+        raise Handled() from exc
+
+    def _book_local(self, job_class: type[Job], job: dict[str, Any], queue: str, exc: BaseException) -> NoReturn:
+        if caused_by_shutdown(exc):
+            raise Shutdown() from exc
+        booking()
+        payload = booked_payload(job)
+        if payload.get("retry") is None:
+            payload["retry"] = job_class.get_options(self.config).get("retry", True)
+        if not retries_enabled(payload["retry"]):
+            raise exc  # the global guard runs the death handlers
+        self.process_retry(job_class, payload, queue, exc)
+        raise Handled() from exc
 
     # -- booking ------------------------------------------------------------------------
 

@@ -98,6 +98,10 @@ class ClaimLedger:
         #: Claimed jobs handed to a thread (to run, or at shutdown to give
         #: back), until their acknowledgement is sent or they are given back.
         self.running: set[UnitOfWork] = set()
+        #: Running jobs handed to the event loop (``async def perform``),
+        #: until they leave the private list: their threads claim again, so
+        #: each widens the bound by one while it is held.
+        self.lent: set[UnitOfWork] = set()
         self.acks: list[UnitOfWork] = []
         #: Every claimed job not yet acknowledged or given back, by (private
         #: list, job).
@@ -126,6 +130,11 @@ class ClaimLedger:
     def thread_wakes(self) -> None:
         """A thread that waited on ``work`` stopped waiting."""
         self.idle -= 1
+
+    def lend(self, uow: UnitOfWork) -> None:
+        """``uow`` runs on the event loop: its thread is free to claim, and
+        the bound grows by one until the job leaves the private list."""
+        self.lent.add(uow)
 
     def acknowledged(self, uow: UnitOfWork) -> None:
         """``uow`` is done: its ``LREM`` travels with the next claim."""
@@ -158,7 +167,7 @@ class ClaimLedger:
                 return None
             acks, self.acks = self.acks, []
             base = self.held - len(acks)
-            wanted = max(0, min(1 + self.idle + prefetch(), self.limit - base))
+            wanted = max(0, min(1 + self.idle + prefetch(), self.limit + len(self.lent) - base))
             if not wanted and not acks:
                 return None
             self.held += wanted
@@ -229,7 +238,7 @@ class ClaimLedger:
 
     def reserve_one(self, spare: int) -> bool:
         """Room for a waiter's claim of one job, keeping ``spare`` slots free."""
-        if self.held + 1 + spare > self.limit or self.reconciling or self.solo:
+        if self.held + 1 + spare > self.limit + len(self.lent) or self.reconciling or self.solo:
             return False
         with self.gate.lock:
             if self.gate.blocks(self):
@@ -289,6 +298,8 @@ class ClaimLedger:
             self.held -= 1
             if uow is self.alone:
                 self._release_alone()
+        if self.lent:
+            self.lent.difference_update(units)
 
     def abandoned(self, uow: UnitOfWork) -> None:
         """``uow`` was neither finished nor booked: it stays in the private
@@ -296,6 +307,7 @@ class ClaimLedger:
         unmarks it, for a suspect)."""
         self.outstanding.pop((uow.private, uow.job), None)
         self.running.discard(uow)
+        self.lent.discard(uow)
         if uow.suspect:
             self.unmark.append(uow.suspect)
         self.lost_reply()
@@ -338,6 +350,7 @@ class ClaimLedger:
         and the other fetchers of this process no longer wait for it."""
         self.outstanding.clear()
         self.running.clear()
+        self.lent.clear()
         self.held = 0
         self._release_alone()
         with self.gate.lock:
@@ -358,13 +371,16 @@ class ClaimLedger:
 
         The bound holds (``held`` exceeds ``limit`` only by the
         acknowledgements in flight, whose jobs are still in the private
-        lists), every job tracked is counted in ``held``, and nothing claimed
+        lists, and by the jobs lent to the event loop), every job tracked is counted in ``held``, and nothing claimed
         is neither queued to run (``local``) nor handed to a thread
         (``running``). Tests call it after each step.
         """
         failures: list[str] = []
-        if not 0 <= self.held - self.sending <= self.limit:
-            failures.append(f"held {self.held} - sending {self.sending} outside 0..{self.limit}")
+        bound = self.limit + len(self.lent)
+        if not 0 <= self.held - self.sending <= bound:
+            failures.append(f"held {self.held} - sending {self.sending} outside 0..{bound}")
+        if not self.lent <= set(self.outstanding.values()):
+            failures.append("a job lent to the event loop is not outstanding")
         if self.held < len(self.outstanding):
             failures.append(f"held {self.held} < {len(self.outstanding)} outstanding")
         for name in ("idle", "in_flight", "sending"):

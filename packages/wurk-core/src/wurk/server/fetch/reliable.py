@@ -139,6 +139,12 @@ class ReliableFetcher:
             apply_mark(uow, mark)
         return uow
 
+    def lend(self, uow: UnitOfWork) -> None:
+        """``uow`` runs on the event loop and its thread claims again: the
+        bound widens by one while the job is held (see :mod:`wurk.server.asyncjobs`)."""
+        with self.ledger.lock:
+            self.ledger.lend(uow)
+
     # -- acknowledging ------------------------------------------------------------
 
     def acknowledge(self, uow: UnitOfWork) -> None:
