@@ -193,6 +193,36 @@ def test_a_claim_never_passes_the_bound():
     assert not locked(ledger, "reserve_one", spare=0)
 
 
+def test_a_job_lent_to_the_event_loop_widens_the_bound_until_it_leaves_the_private_list():
+    ledger = new_ledger(limit=2)
+    wanted, alone_ok, _ = locked(ledger, "plan", lambda: 10)
+    first, second = unit("a"), unit("b")
+    locked(ledger, "claimed", wanted, [], [first, second], alone_ok)
+    assert locked(ledger, "plan", lambda: 10) is None, "full: two held of two"
+    locked(ledger, "lend", first)
+    wanted, alone_ok, _ = locked(ledger, "plan", lambda: 10)
+    assert wanted == 1, "the async job's room is lent, one more may come"
+    third = unit("c")
+    locked(ledger, "claimed", wanted, [], [third], alone_ok)
+    locked(ledger, "acknowledged", first)
+    assert ledger.lent == {first}, "still in the private list until its LREM is sent"
+    assert locked(ledger, "plan", lambda: 10) == (0, False, [first])
+    locked(ledger, "claimed", 0, [first], [], False)
+    assert ledger.lent == set()
+    assert ledger.held == 2
+    assert locked(ledger, "plan", lambda: 10) is None, "back to the threads' bound"
+
+
+def test_an_abandoned_lent_job_is_no_longer_lent():
+    ledger = new_ledger(limit=1)
+    wanted, alone_ok, _ = locked(ledger, "plan", no_prefetch)
+    job = unit("a")
+    locked(ledger, "claimed", wanted, [], [job], alone_ok)
+    locked(ledger, "lend", job)
+    locked(ledger, "abandoned", job)
+    assert ledger.lent == set()
+
+
 def test_a_claim_that_finds_nothing_marks_the_queues_empty():
     ledger = new_ledger()
     wanted, alone_ok, _ = locked(ledger, "plan", no_prefetch)

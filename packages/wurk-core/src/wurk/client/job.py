@@ -392,7 +392,13 @@ def job(fn: Callable[..., Any] | None = None, /, **options: Any) -> Any:
         def perform(self: Job, *args: Any) -> Any:
             return function(*args)
 
-        namespace = {"perform": perform, "wire_name": name, "__module__": function.__module__}
+        async def perform_async(self: Job, *args: Any) -> Any:
+            return await function(*args)
+
+        # An ``async def`` function's job runs on the worker's event loop
+        # (see wurk.server.asyncjobs), which tells it by its perform.
+        chosen = perform_async if inspect.iscoroutinefunction(function) else perform
+        namespace = {"perform": chosen, "wire_name": name, "__module__": function.__module__}
         job_class = type(function.__name__, (Job,), namespace, **options)
         job_class.__qualname__ = function.__qualname__
         return JobFunction(function, job_class)

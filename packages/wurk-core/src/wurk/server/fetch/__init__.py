@@ -31,6 +31,8 @@ The states a claimed job goes through, and the ledger's books that track it
     |   |  a suspect: marked running here until its window ends     | |
     |   |  the lone suspect (``alone``): no other job starts and    | |
     |   |  no claim is made until it ends                           | |
+    |   |  an async job (``lent``): on the event loop, its thread   | |
+    |   |  claims again and the bound grows by one until its LREM   | |
     |   |                                                           | |
     |   +--- abandon ---> UNTRACKED (also what a lost reply  -----------+ (4) reconcile
     |   |                 claimed)                                  | |

@@ -167,7 +167,9 @@ class ClaimLedger:
                 return None
             acks, self.acks = self.acks, []
             base = self.held - len(acks)
-            wanted = max(0, min(1 + self.idle + prefetch(), self.limit + len(self.lent) - base))
+            # An acknowledged async job leaves with this call: its lent room goes with it.
+            lent = len(self.lent) - sum(1 for uow in acks if uow in self.lent) if self.lent else 0
+            wanted = max(0, min(1 + self.idle + prefetch(), self.limit + lent - base))
             if not wanted and not acks:
                 return None
             self.held += wanted
