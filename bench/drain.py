@@ -111,6 +111,20 @@ def _end() -> None:
         _marks.send("last")
 
 
+#: latency.py: the file each job appends its start minus its push time to, in microseconds.
+_LATENCY_FILE = os.environ.get("LATENCY_FILE", "")
+_latency_fd: dict[int, int] = {}
+
+
+def record_latency(pushed: float, *args: Any) -> None:
+    """latency.py's job: ``pushed`` is the pusher's wall-clock time (``time.time()``)."""
+    late_us = round((time.time() - pushed) * 1e6)
+    fd = _latency_fd.get(os.getpid())
+    if fd is None:
+        fd = _latency_fd[os.getpid()] = os.open(_LATENCY_FILE, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"%d\n" % late_us)  # one append: whole lines, whichever thread writes
+
+
 def spin(loops: int) -> int:
     """The CPU job's work: a tight pure-Python loop."""
     total = 0
@@ -162,6 +176,11 @@ class Sleep100(wurk.Job):
         _begin()
         await asyncio.sleep(0.1)
         _end()
+
+
+class LatencyProbe(wurk.Job):
+    def perform(self, pushed: float, *args: Any) -> None:
+        record_latency(pushed)
 
 
 WURK_JOBS: dict[str, type[wurk.Job]] = {"noop": Noop, "io5": Io5, "cpu1": Cpu1, "async100": Sleep100}
@@ -228,6 +247,7 @@ def _setup_huey() -> tuple[Any, dict[str, Any]]:
 
     huey_app = RedisHuey("drain", url=_url())
     tasks = {kind: huey_app.task(name=f"drain_{kind}")(fn) for kind, fn in JOBS.items()}
+    tasks["latency"] = huey_app.task(name="drain_latency")(record_latency)
     return huey_app, tasks
 
 
