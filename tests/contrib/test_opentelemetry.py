@@ -90,7 +90,8 @@ def test_one_trace_goes_from_the_push_here_to_the_run_in_a_worker(config, export
     assert greet_run["status"]["status_code"] == "UNSET"
     assert greet_run["resource"]["attributes"]["service.name"] == "worker"
 
-    # The job Greet pushed from inside its run: its push and its run in the same trace.
+    # The job Greet pushed from inside its run: its push and its run (an
+    # async job, on the event loop) in the same trace.
     [nested_push] = [span for span in spans if span["kind"] == "SpanKind.PRODUCER"]
     assert nested_push["parent_id"] == greet_run["context"]["span_id"]
     farewell_jid = nested_push["attributes"]["messaging.message.id"]

@@ -7,6 +7,7 @@ file named by ``TEST_SPANS_FILE``.
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import wurk
@@ -36,7 +37,10 @@ class Greet(wurk.Job):
 
 
 class Farewell(wurk.Job):
-    def perform(self, name):
+    """An ``async def perform``: its run is traced on the event loop."""
+
+    async def perform(self, name):
+        await asyncio.sleep(0)
         return f"bye {name}"
 
 

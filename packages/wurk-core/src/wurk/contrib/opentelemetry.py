@@ -51,7 +51,7 @@ provider set after :func:`instrument` is picked up within a second.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from wurk._version import __version__
@@ -215,8 +215,35 @@ class TracingServer(ServerMiddleware):
         tracing = self.tracing
         if tracing.tracer is None and not tracing.active():
             return call_next()
+        with self._span(job, queue) as span:
+            try:
+                return call_next()
+            except (Skip, Interrupted):
+                raise  # given back or taken care of: not a failure of the job
+            except Exception as exc:
+                failed(span, exc)
+                raise
+
+    async def call_async(
+        self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
+        tracing = self.tracing
+        if tracing.tracer is None and not tracing.active():
+            return await call_next()
+        with self._span(job, queue) as span:
+            try:
+                return await call_next()
+            except (Skip, Interrupted):
+                raise
+            except Exception as exc:
+                failed(span, exc)
+                raise
+
+    def _span(self, job: dict[str, Any], queue: str) -> Any:
+        """The ``CONSUMER`` span's context manager: the push's child, or on a
+        retry a root linked to the push."""
         from opentelemetry import propagate, trace
-        from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+        from opentelemetry.trace import Link, SpanKind
 
         found = attributes(job, queue, "process")
         retry_count = job.get("retry_count")
@@ -231,7 +258,8 @@ class TracingServer(ServerMiddleware):
                 if pushed.is_valid:
                     links.append(Link(pushed))
                 parent = trace.set_span_in_context(trace.INVALID_SPAN, parent)  # a root, keeping the baggage
-        with tracing.tracer.start_as_current_span(
+        assert self.tracing.tracer is not None
+        return self.tracing.tracer.start_as_current_span(
             f"{queue} process",
             context=parent,
             kind=SpanKind.CONSUMER,
@@ -239,13 +267,13 @@ class TracingServer(ServerMiddleware):
             links=links,
             record_exception=False,
             set_status_on_exception=False,
-        ) as span:
-            try:
-                return call_next()
-            except (Skip, Interrupted):
-                raise  # given back or taken care of: not a failure of the job
-            except Exception as exc:
-                span.record_exception(exc)
-                span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
-                span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
-                raise
+        )
+
+
+def failed(span: Any, exc: Exception) -> None:
+    """Record the job's error on its span."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.record_exception(exc)
+    span.set_attribute("error.type", f"{type(exc).__module__}.{type(exc).__qualname__}")
+    span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
