@@ -307,6 +307,7 @@ def test_an_encrypted_job_is_sealed_and_opened_on_the_worker(start_worker, redis
     config = worker.config
     push(config, SecretPusher)
     assert wait_for(lambda: evidence(redis, "secret:ran")) == {"card": "4111"}
+    wait_for(lambda: evidence(redis, "secret-pushed"))  # "ran" may run before "parked" is pushed
     [parked] = redis.lrange(f"queue:{PARKED}", 0, -1)
     sealed = json.loads(parked)["args"][-1]
     assert envelope.is_envelope(sealed)
