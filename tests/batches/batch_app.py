@@ -170,6 +170,18 @@ class AsyncFailsUntilHealed(BatchJob, wurk.Job, retry=1):
         conn.hset("threads", str(key), threading.current_thread().name)
 
 
+class AsyncHeld(BatchJob, wurk.Job):
+    """An ``async def perform`` that counts its starts and awaits while the
+    ``hold`` key is set: a shutdown past its timeout cancels it there."""
+
+    async def perform(self, key: Any) -> None:
+        conn = evidence()
+        conn.hincrby(ASYNC_STARTS, str(key), 1)
+        while conn.exists("hold"):
+            await asyncio.sleep(0.05)
+        conn.hincrby("executions", str(key), 1)
+
+
 class Recorder:
     """Records each event it hears."""
 

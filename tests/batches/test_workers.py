@@ -8,8 +8,10 @@ import signal
 import pytest
 
 from tests.batches.batch_app import (
+    ASYNC_STARTS,
     AddsSibling,
     AsyncFailsUntilHealed,
+    AsyncHeld,
     AsyncWork,
     DiesUntilHealed,
     Recorder,
@@ -310,3 +312,37 @@ def test_an_async_failure_counts_in_its_batch_and_its_retry_brings_complete_and_
     assert redis.hget("attempts", "failing") == b"2"
     assert redis.hget("threads", "failing") == b"wurk-asyncio"
     assert redis.zcard("retry") == 0
+
+
+def test_async_jobs_cancelled_by_a_shutdown_count_no_failure_and_their_batch_succeeds_after(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    redis.set("hold", "1")
+    with batch.jobs():
+        AsyncHeld.perform_bulk([[n] for n in range(4)])
+    first = workers.start("-c", "1", "-t", "1")
+    wait_for(lambda: redis.hlen(ASYNC_STARTS) == 4, timeout=30)
+    # Past its timeout the stop cancels the four where they await: given back
+    # to the queue, neither failures nor successes of their batch.
+    first.signal(signal.SIGTERM)
+    assert first.wait(30) == 0
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (4, 4, 0, False)
+    assert status.failed_jids() == []
+    assert heard(redis, batch.bid) == []
+    assert redis.llen("queue:default") == 4
+    assert redis.zcard("retry") == 0
+
+    redis.delete("hold")
+    second = workers.start("-c", "1")
+    wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=60)
+    settle(redis, second)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    assert {key: int(count) for key, count in redis.hgetall("executions").items()} == {
+        str(n).encode(): 1 for n in range(4)
+    }
+    assert {key: int(count) for key, count in redis.hgetall(ASYNC_STARTS).items()} == {
+        str(n).encode(): 2 for n in range(4)
+    }
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (4, 0, 0)
