@@ -182,6 +182,15 @@ class AsyncHeld(BatchJob, wurk.Job):
         conn.hincrby("executions", str(key), 1)
 
 
+class AsyncThrottled(BatchJob, wurk.Job):
+    """:class:`Throttled` with an ``async def perform``, admitted by ``async with``."""
+
+    async def perform(self, key: Any) -> None:
+        gate = Limiter.window("batch-gate", 1, 3600, wait_timeout=0, reschedule=20, backoff=1)
+        async with gate.within_limit():
+            evidence().hincrby("executions", str(key), 1)
+
+
 class Recorder:
     """Records each event it hears."""
 

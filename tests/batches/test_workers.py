@@ -12,6 +12,7 @@ from tests.batches.batch_app import (
     AddsSibling,
     AsyncFailsUntilHealed,
     AsyncHeld,
+    AsyncThrottled,
     AsyncWork,
     DiesUntilHealed,
     Recorder,
@@ -346,3 +347,34 @@ def test_async_jobs_cancelled_by_a_shutdown_count_no_failure_and_their_batch_suc
     }
     status = Status(batch.bid)
     assert (status.total, status.pending, status.failures) == (4, 0, 0)
+
+
+def test_a_rate_limited_async_job_acks_nothing_until_it_runs_within_its_limit(workers, redis):
+    with Limiter.window("batch-gate", 1, 3600).within_limit():
+        pass  # the one admission the gate has in an hour, spent
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        throttled = AsyncThrottled.perform_async("throttled")
+        AsyncWork.perform_async("free", 1)
+    worker = workers.start("-c", "1")
+
+    def rescheduled_twice() -> bool:
+        entries = [json.loads(member) for member in redis.zrange("schedule", 0, -1)]
+        return any(entry["jid"] == throttled and entry.get("overrated", 0) >= 2 for entry in entries)
+
+    wait_for(rescheduled_twice, timeout=30)
+    status = Status(batch.bid)
+    # Each reschedule booked nothing: the job is live, neither failed nor done.
+    assert (status.total, status.pending, status.failures, status.complete) == (2, 1, 0, False)
+    assert status.failed_jids() == []
+    assert heard(redis, batch.bid) == []
+    assert redis.zcard("retry") == 0
+
+    Limiter.window("batch-gate", 1, 3600).reset()
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=30)
+    settle(redis, worker)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (2, 0, 0)
+    assert redis.hget("executions", "throttled") == b"1"
