@@ -129,7 +129,7 @@ class AsyncSeated(wurk.Job):
                     break
                 await asyncio.sleep(0.05)
             else:
-                raise TimeoutError(f"the seats never filled: {conn.get(INSIDE)} inside")
+                raise TimeoutError(f"the seats never filled: {int(conn.get(INSIDE) or 0)} inside")
             await asyncio.sleep(0.05)
             conn.decr(INSIDE)
         conn.hset("seated", str(key), threading.current_thread().name)
