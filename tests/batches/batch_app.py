@@ -9,9 +9,11 @@ what the callback read of its batch (pending, and the jobs run so far).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -122,6 +124,71 @@ class AddsSibling(BatchJob, wurk.Job):
         with self.batch.jobs():
             Work.perform_async(f"{key}-sibling")
         evidence().hincrby("executions", str(key), 1)
+
+
+#: How many of the async batch jobs have started (see :class:`AsyncWork`).
+ASYNC_STARTS = "async-starts"
+
+
+async def gather(total: int) -> None:
+    """Await until ``total`` async jobs have started: they all finish only
+    if they run at once, which on a worker with one thread only the event
+    loop allows."""
+    conn = evidence()
+    for _ in range(600):
+        if int(conn.hlen(ASYNC_STARTS)) >= total:
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"only {conn.hlen(ASYNC_STARTS)} of {total} async jobs started together")
+
+
+class AsyncWork(BatchJob, wurk.Job):
+    """:class:`Work` with an ``async def perform`` that waits for ``total``
+    of its kind to have started; notes the thread it ran on."""
+
+    async def perform(self, key: Any, total: int) -> None:
+        conn = evidence()
+        conn.hincrby(ASYNC_STARTS, str(key), 1)
+        await gather(total)
+        conn.hincrby("executions", str(key), 1)
+        conn.hset("threads", str(key), threading.current_thread().name)
+        conn.hset("finished", str(key), tick())
+
+
+class AsyncFailsUntilHealed(BatchJob, wurk.Job, retry=1):
+    """An ``async def perform`` that fails (to the retry set) until the
+    ``healed`` key is set."""
+
+    async def perform(self, key: Any, total: int) -> None:
+        conn = evidence()
+        conn.hincrby(ASYNC_STARTS, str(key), 1)
+        conn.hincrby("attempts", str(key), 1)
+        await gather(total)
+        if not conn.get("healed"):
+            raise RuntimeError(f"{key} is not healed yet")
+        conn.hincrby("executions", str(key), 1)
+        conn.hset("threads", str(key), threading.current_thread().name)
+
+
+class AsyncHeld(BatchJob, wurk.Job):
+    """An ``async def perform`` that counts its starts and awaits while the
+    ``hold`` key is set: a shutdown past its timeout cancels it there."""
+
+    async def perform(self, key: Any) -> None:
+        conn = evidence()
+        conn.hincrby(ASYNC_STARTS, str(key), 1)
+        while conn.exists("hold"):
+            await asyncio.sleep(0.05)
+        conn.hincrby("executions", str(key), 1)
+
+
+class AsyncThrottled(BatchJob, wurk.Job):
+    """:class:`Throttled` with an ``async def perform``, admitted by ``async with``."""
+
+    async def perform(self, key: Any) -> None:
+        gate = Limiter.window("batch-gate", 1, 3600, wait_timeout=0, reschedule=20, backoff=1)
+        async with gate.within_limit():
+            evidence().hincrby("executions", str(key), 1)
 
 
 class Recorder:

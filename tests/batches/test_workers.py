@@ -7,7 +7,19 @@ import signal
 
 import pytest
 
-from tests.batches.batch_app import AddsSibling, DiesUntilHealed, Recorder, Slow, Throttled, Work
+from tests.batches.batch_app import (
+    ASYNC_STARTS,
+    AddsSibling,
+    AsyncFailsUntilHealed,
+    AsyncHeld,
+    AsyncThrottled,
+    AsyncWork,
+    DiesUntilHealed,
+    Recorder,
+    Slow,
+    Throttled,
+    Work,
+)
 from tests.batches.conftest import callbacks, heard
 from tests.helpers import Subprocess, wait_for
 from wurk.api import DeadSet
@@ -234,6 +246,128 @@ def test_a_rate_limited_job_acks_nothing_until_it_runs_within_its_limit(workers,
     assert (status.total, status.pending, status.failures, status.complete) == (2, 1, 0, False)
     assert status.failed_jids() == []
     assert batch.include(throttled)
+    assert heard(redis, batch.bid) == []
+    assert redis.zcard("retry") == 0
+
+    Limiter.window("batch-gate", 1, 3600).reset()
+    wait_for(lambda: sorted(heard(redis, batch.bid)) == ["complete", "success"], timeout=30)
+    settle(redis, worker)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (2, 0, 0)
+    assert redis.hget("executions", "throttled") == b"1"
+
+
+def test_a_batch_of_async_jobs_on_one_thread_fires_success_and_complete_once(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder, {"kind": "async"}).on("complete", Recorder)
+    with batch.jobs():
+        AsyncWork.perform_bulk([[n, 6] for n in range(6)])
+    # One thread: the six finish only if they await together on the loop.
+    worker = workers.start("-c", "1")
+    wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=60)
+    settle(redis, worker)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    for event, _bid, options, _order, seen in callbacks(redis):
+        assert seen == {"pending": 0, "jobs_run": 6, "complete": True}, event
+        assert options == ({"kind": "async"} if event == "success" else {})
+    assert set(redis.hvals("threads")) == {b"wurk-asyncio"}
+    assert {key: int(count) for key, count in redis.hgetall("executions").items()} == {
+        str(n).encode(): 1 for n in range(6)
+    }
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (6, 0, 0, True)
+    assert status.failed_jids() == []
+
+
+def test_an_async_failure_counts_in_its_batch_and_its_retry_brings_complete_and_success(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        AsyncWork.perform_bulk([["a", 3], ["b", 3]])
+        failing = AsyncFailsUntilHealed.perform_async("failing", 3)
+    worker = workers.start("-c", "1")
+    # The two that succeeded have been acknowledged once pending is down to one.
+    wait_for(lambda: redis.zcard("retry") == 1 and Status(batch.bid).pending == 1, timeout=60)
+    status = Status(batch.bid)
+    # The failure is counted and keeps the batch pending: a job waiting for
+    # its retry is still live, so neither complete nor success is due.
+    assert (status.total, status.pending, status.failures, status.complete) == (3, 1, 1, False)
+    assert status.failed_jids() == [failing]
+    assert (status.complete_at, status.success_at) == (None, None)
+    (member,) = redis.zrange("retry", 0, -1)
+    entry = json.loads(member)
+    assert (entry["jid"], entry["bid"], entry["error_class"]) == (failing, batch.bid, "RuntimeError")
+
+    redis.set("healed", "1")
+    redis.zadd("retry", {member: 1.0})  # due now
+    wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=60)
+    settle(redis, worker)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    # Each fired once, after the retry: none pending by then, every job run.
+    for event, _bid, _options, _order, seen in callbacks(redis):
+        assert seen == {"pending": 0, "jobs_run": 3, "complete": True}, event
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (3, 0, 0)
+    assert status.failed_jids() == []
+    assert redis.hget("attempts", "failing") == b"2"
+    assert redis.hget("threads", "failing") == b"wurk-asyncio"
+    assert redis.zcard("retry") == 0
+
+
+def test_async_jobs_cancelled_by_a_shutdown_count_no_failure_and_their_batch_succeeds_after(workers, redis):
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    redis.set("hold", "1")
+    with batch.jobs():
+        AsyncHeld.perform_bulk([[n] for n in range(4)])
+    first = workers.start("-c", "1", "-t", "1")
+    wait_for(lambda: redis.hlen(ASYNC_STARTS) == 4, timeout=30)
+    # Past its timeout the stop cancels the four where they await: given back
+    # to the queue, neither failures nor successes of their batch.
+    first.signal(signal.SIGTERM)
+    assert first.wait(30) == 0
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures, status.complete) == (4, 4, 0, False)
+    assert status.failed_jids() == []
+    assert heard(redis, batch.bid) == []
+    assert redis.llen("queue:default") == 4
+    assert redis.zcard("retry") == 0
+
+    redis.delete("hold")
+    second = workers.start("-c", "1")
+    wait_for(lambda: len(heard(redis, batch.bid)) >= 2, timeout=60)
+    settle(redis, second)
+    assert sorted(heard(redis, batch.bid)) == ["complete", "success"]
+    assert {key: int(count) for key, count in redis.hgetall("executions").items()} == {
+        str(n).encode(): 1 for n in range(4)
+    }
+    assert {key: int(count) for key, count in redis.hgetall(ASYNC_STARTS).items()} == {
+        str(n).encode(): 2 for n in range(4)
+    }
+    status = Status(batch.bid)
+    assert (status.total, status.pending, status.failures) == (4, 0, 0)
+
+
+def test_a_rate_limited_async_job_acks_nothing_until_it_runs_within_its_limit(workers, redis):
+    with Limiter.window("batch-gate", 1, 3600).within_limit():
+        pass  # the one admission the gate has in an hour, spent
+    batch = Batch()
+    batch.on("success", Recorder).on("complete", Recorder)
+    with batch.jobs():
+        throttled = AsyncThrottled.perform_async("throttled")
+        AsyncWork.perform_async("free", 1)
+    worker = workers.start("-c", "1")
+
+    def rescheduled_twice() -> bool:
+        entries = [json.loads(member) for member in redis.zrange("schedule", 0, -1)]
+        return any(entry["jid"] == throttled and entry.get("overrated", 0) >= 2 for entry in entries)
+
+    wait_for(rescheduled_twice, timeout=30)
+    status = Status(batch.bid)
+    # Each reschedule booked nothing: the job is live, neither failed nor done.
+    assert (status.total, status.pending, status.failures, status.complete) == (2, 1, 0, False)
+    assert status.failed_jids() == []
     assert heard(redis, batch.bid) == []
     assert redis.zcard("retry") == 0
 

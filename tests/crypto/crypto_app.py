@@ -5,7 +5,9 @@ report a digest of what they received (never the plaintext itself)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 import time
 from typing import Any
 
@@ -80,6 +82,56 @@ class HeldSecret(wurk.Job, encrypt=True):
         try:
             while client.sismember(HOLD, str(self.jid)):
                 time.sleep(0.05)
+        finally:
+            client.close()
+        report(RAN, f"{account}:{fingerprint(secret)}")
+
+
+#: The accounts of the async jobs that have started (see :func:`gather`).
+ASYNC_STARTED = "async-started"
+
+
+async def gather(account: int, total: int) -> None:
+    """Note ``account`` started and await until ``total`` have: they go on
+    only if they run at once, which on a worker with one thread only the
+    event loop allows."""
+    client = _client()
+    try:
+        client.sadd(ASYNC_STARTED, account)
+        for _ in range(600):
+            if int(client.scard(ASYNC_STARTED)) >= total:
+                return
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"only {client.scard(ASYNC_STARTED)} of {total} async jobs started together")
+    finally:
+        client.close()
+
+
+class AsyncSecret(wurk.Job, encrypt=True):
+    """:class:`Secret` with an ``async def perform``; notes the thread it ran on."""
+
+    async def perform(self, account: int, total: int, secret: Any) -> None:
+        await gather(account, total)
+        report(RAN, f"{account}:{fingerprint(secret)}:{threading.current_thread().name}")
+
+
+class AsyncDeclined(wurk.Job, encrypt=True, retry=3):
+    async def perform(self, account: int, total: int, secret: Any) -> None:
+        await gather(account, total)
+        report(RAN, f"{account}:{fingerprint(secret)}:{threading.current_thread().name}")
+        raise ValueError("card declined")  # the message carries no secret
+
+
+class AsyncHeldSecret(wurk.Job, encrypt=True):
+    """:class:`HeldSecret` with an ``async def perform``: awaits while the
+    test holds its jid, so Redis can be read while it runs."""
+
+    async def perform(self, account: int, secret: Any) -> None:
+        report(STARTED, f"{self.jid}:{account}:{fingerprint(secret)}")
+        client = _client()
+        try:
+            while client.sismember(HOLD, str(self.jid)):
+                await asyncio.sleep(0.05)
         finally:
             client.close()
         report(RAN, f"{account}:{fingerprint(secret)}")

@@ -172,3 +172,70 @@ def test_old_and_new_key_versions_run_side_by_side_during_a_rotation(config, red
     )
     assert redis.zcard("dead") == 0
     assert redis.zcard("retry") == 0
+
+
+@pytest.mark.timeout(120)
+def test_an_async_job_sees_its_plaintext_and_redis_holds_it_sealed(crypto, redis, crypto_workers):
+    push("AsyncSecret", 1, 3, CARD, encrypt=True)
+    push("AsyncSecret", 2, 3, "s3cr3t-token-XYZ", encrypt=True)
+    retried = push("AsyncDeclined", 3, 3, CARD, encrypt=True, retry=3)
+    # One thread: the three go on only if they await together on the loop.
+    worker = crypto_workers.start("-c", "1")
+    wait_for(lambda: redis.llen("ran") == 3 and redis.zcard("retry") == 1, timeout=30)
+    worker.stop()
+    ran = sorted(entry.decode() for entry in redis.lrange("ran", 0, -1))
+    card, token = fingerprint(CARD), fingerprint("s3cr3t-token-XYZ")
+    assert ran == [f"1:{card}:wurk-asyncio", f"2:{token}:wurk-asyncio", f"3:{card}:wurk-asyncio"]
+    entry = only(redis, "retry")
+    assert (entry["jid"], entry["error_class"], entry["args"][:2]) == (retried, "ValueError", [3, 3])
+    assert wurk_crypto.is_envelope(entry["args"][-1])  # booked sealed, not with the plaintext it ran with
+    stored = b"\n".join(every_value(redis))
+    for secret in SECRETS:
+        assert secret not in stored, secret
+
+
+@pytest.mark.timeout(120)
+def test_an_async_job_that_cannot_be_decrypted_is_killed_without_running(crypto, redis, crypto_workers):
+    jid = push("AsyncSecret", 1, 1, CARD, encrypt=True)
+    stored = tamper(redis, flip_one_ciphertext_byte)
+    worker = crypto_workers.start("-c", "1")
+    wait_for(lambda: redis.zcard("dead") == 1, timeout=30)
+    wait_for(lambda: redis.lrange("metrics", 0, -1).count(b"jobs.encryption_error") == 1, timeout=10)
+    worker.stop()
+    entry = only(redis, "dead")
+    assert (entry["jid"], entry["class"], entry["error_class"]) == (
+        jid,
+        "tests.crypto.crypto_app.AsyncSecret",
+        "DecryptionError",
+    )
+    assert entry["error_message"].startswith("encryption_error: authentication failed")
+    assert entry["args"] == stored["args"]  # untouched: the tampered envelope as it was
+    assert redis.lrange("died", 0, -1) == [jid.encode()]
+    assert redis.lrange("metrics", 0, -1).count(b"jobs.encryption_error") == 1
+    assert redis.llen("ran") == 0  # perform never ran
+    assert redis.zcard("retry") == 0
+    assert list(redis.keys("queue:*")) == []  # acknowledged, nothing left in flight
+
+
+@pytest.mark.timeout(120)
+def test_while_an_async_job_awaits_redis_shows_it_running_sealed(crypto, redis, crypto_workers):
+    jid = push("AsyncHeldSecret", 7, CARD, encrypt=True)
+    [pushed] = redis.lrange("queue:default", 0, -1)
+    redis.sadd("hold", jid)
+    worker = crypto_workers.start("-c", "1")
+    wait_for(lambda: redis.lrange("started", 0, -1) == [f"{jid}:7:{fingerprint(CARD)}".encode()], timeout=30)
+
+    def running() -> list[str]:
+        return [json.loads(value)["payload"] for key in redis.scan_iter(match="*:work") for value in redis.hvals(key)]
+
+    # Its row on the Busy page and its claim hold the envelope as pushed.
+    wait_for(lambda: running() == [pushed.decode()], timeout=30)
+    assert [payload for key in redis.scan_iter(match="queue:default|*") for payload in redis.lrange(key, 0, -1)] == [
+        pushed
+    ]
+    stored = b"\n".join(every_value(redis))
+    for secret in SECRETS:
+        assert secret not in stored, secret
+    redis.srem("hold", jid)
+    wait_for(lambda: redis.lrange("ran", 0, -1) == [f"7:{fingerprint(CARD)}".encode()], timeout=30)
+    worker.stop()

@@ -177,3 +177,34 @@ class AsyncPatient(wurk.Job):
             await asyncio.sleep(0.01)
         evidence().rpush("events", "async-saw-stop")
         raise wurk.Interrupted()
+
+
+class BesideAnAsyncJob(Recorded):
+    """Walks ``count`` items; at the first it notes its thread and waits (a
+    blocking wait) until :class:`AwaitsTheWalk` is running."""
+
+    def build_enumerator(self, count: int, cursor: Any) -> Any:
+        return self.array_enumerator(list(range(count)), cursor=cursor)
+
+    def each_iteration(self, item: int, count: int) -> None:
+        if item == 0:
+            evidence().set("walking", threading.current_thread().name)
+            deadline = time.monotonic() + 60
+            while not evidence().exists("awaiting"):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the async job never ran beside the walk")
+                time.sleep(0.02)
+        self.mark(item)
+
+
+class AwaitsTheWalk(wurk.Job):
+    """An ``async def perform`` that notes its thread and awaits until
+    :class:`BesideAnAsyncJob` is walking."""
+
+    async def perform(self) -> None:
+        evidence().set("awaiting", threading.current_thread().name)
+        for _ in range(1200):
+            if evidence().exists("walking"):
+                return
+            await asyncio.sleep(0.05)
+        raise TimeoutError("the walk never started")

@@ -11,6 +11,8 @@ import pytest
 import wurk
 from wurk import testing
 from wurk.iterable import state
+from wurk.iterable.job import SYNC_ONLY
+from wurk.server.asyncjobs import is_async_job
 
 
 class Walk(wurk.IterableJob):
@@ -83,6 +85,22 @@ def test_an_async_each_iteration_fails_at_class_creation():
         class AsyncWalk(wurk.IterableJob):
             async def each_iteration(self, item):
                 pass
+
+
+@pytest.mark.parametrize("name", SYNC_ONLY)
+def test_every_iteration_method_is_refused_as_a_coroutine_or_an_async_generator(name):
+    # So no iterable job reaches the event loop: its perform stays the plain
+    # def that walks on a processor thread.
+    async def coroutine(self, *args, **kwargs):
+        pass
+
+    async def generator(self, *args, **kwargs):
+        yield
+
+    for method in (coroutine, generator):
+        with pytest.raises(TypeError, match=rf"AsyncWalk\.{name} is async"):
+            type("AsyncWalk", (wurk.IterableJob,), {name: method})
+    assert not is_async_job(type("PlainWalk", (wurk.IterableJob,), {}))
 
 
 def test_a_missing_method_says_which():

@@ -8,7 +8,17 @@ import time
 import wurk
 from tests.helpers import wait_for, wait_until_fetching_ended
 from tests.iterable.conftest import calls, events, seen
-from tests.iterable.iterable_app import AsyncPatient, Cooperative, Endless, FailsOnce, Stuck, Walk
+from tests.iterable.iterable_app import (
+    AsyncPatient,
+    AwaitsTheWalk,
+    BesideAnAsyncJob,
+    Cooperative,
+    Endless,
+    FailsOnce,
+    Stuck,
+    Walk,
+)
+from wurk.server.asyncjobs import is_async_job
 
 ITEMS = 100_000
 
@@ -178,3 +188,24 @@ def test_an_async_job_sees_its_worker_stopping_too(workers, redis):
     assert worker.wait(30) == 0
     assert events(redis) == ["async-started", "async-saw-stop"]
     assert redis.llen("queue:default") == 1  # given back by the Interrupted it raised
+
+
+def test_an_iterable_job_walks_on_its_thread_while_an_async_job_awaits_on_the_loop(workers, redis):
+    # An iterable job's methods are plain defs (async ones are refused when
+    # the class is made), so its perform is too: it runs on a processor
+    # thread, as before async jobs, and the loop goes on beside it.
+    assert not is_async_job(BesideAnAsyncJob)
+    AwaitsTheWalk.perform_async()  # first in, handed to the loop
+    jid = BesideAnAsyncJob.perform_async(50)  # then walked on the one thread
+    worker = workers.start("-c", "1")
+    wait_for(lambda: "on_complete" in events(redis), timeout=60)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert redis.get("walking").startswith(b"wurk-processor")
+    assert redis.get("awaiting") == b"wurk-asyncio"
+    assert events(redis) == ["on_start", "on_complete"]
+    assert seen(redis) == 50
+    assert not redis.exists(f"it-{jid}")
+    assert redis.zcard("retry") == 0
+    assert int(redis.get("stat:processed")) == 2
+    assert redis.llen("queue:default") == 0

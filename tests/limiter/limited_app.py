@@ -4,8 +4,10 @@ as long as the test says, and a recorder of what each run saw."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 import time
 from typing import Any
 
@@ -26,6 +28,11 @@ class RecordRuns(ServerMiddleware):
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Any) -> Any:
         client().rpush("runs", json.dumps([job["jid"], job.get("overrated"), queue]))
         return call_next()
+
+    async def call_async(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Any) -> Any:
+        # Awaited on the loop, so an async job holds no thread for it.
+        client().rpush("runs", json.dumps([job["jid"], job.get("overrated"), queue]))
+        return await call_next()
 
 
 class Metrics:
@@ -83,3 +90,46 @@ class Seated(wurk.Job):
             while conn.sismember(HOLD, str(self.jid)):
                 time.sleep(0.05)
         conn.rpush(SEATS, json.dumps(["out", self.jid, None]))
+
+
+class AsyncThrottled(wurk.Job, queue="crawl"):
+    """:class:`Throttled` with an ``async def perform``, admitted by ``async with``."""
+
+    async def perform(self) -> None:
+        full = Limiter.window("always-full", 1, 3600, wait_timeout=0, reschedule=3, backoff=0)
+        async with full.within_limit():
+            client().rpush("performed", self.jid)
+
+
+#: The size of the ``async-seats`` limiter.
+ASYNC_SEATS = 3
+#: How many :class:`AsyncSeated` jobs are inside their seat now.
+INSIDE = "inside"
+#: The value of ``inside`` each :class:`AsyncSeated` saw as it sat down.
+SAT_WITH = "sat-with"
+#: Set once ``ASYNC_SEATS`` jobs sat at once.
+FILLED = "filled"
+
+
+class AsyncSeated(wurk.Job):
+    """Awaits one of the ``async-seats``, counts itself in, and stays seated
+    until every seat has been taken at once (on a worker with one thread,
+    only awaiting jobs can fill them together); then leaves."""
+
+    async def perform(self, key: int) -> None:
+        seats = Limiter.concurrent("async-seats", ASYNC_SEATS, lock_timeout=60, wait_timeout=60)
+        conn = client()
+        async with seats.within_limit():
+            inside = int(conn.incr(INSIDE))
+            conn.rpush(SAT_WITH, inside)
+            if inside >= ASYNC_SEATS:
+                conn.set(FILLED, 1)
+            for _ in range(600):
+                if conn.exists(FILLED):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise TimeoutError(f"the seats never filled: {int(conn.get(INSIDE) or 0)} inside")
+            await asyncio.sleep(0.05)
+            conn.decr(INSIDE)
+        conn.hset("seated", str(key), threading.current_thread().name)

@@ -78,3 +78,49 @@ def test_a_worker_releases_at_start_keeps_through_retries_and_frees_on_death(uni
     wait_for(lambda: redis.lrange("ran", 0, -1).count(b"held") == 2, timeout=30)
     assert set(lock_holders(redis)) == {retried.encode()}
     worker.stop()
+
+
+def duplicate(job_class: str, *args: object) -> str | None:
+    """Push a copy of a unique job: its jid, or ``None`` when its lock refused it."""
+    import wurk
+
+    client = wurk.Client(wurk.default_config())
+    return client.push({"class": f"tests.unique.unique_app.{job_class}", "args": list(args), "unique_for": 600})
+
+
+@pytest.mark.timeout(120)
+def test_an_async_job_releases_its_lock_after_success(unique, redis, unique_workers):
+    first = push("AsyncOnce", 1, 2, unique_for=600)
+    second = push("AsyncOnce", 2, 2, unique_for=600)
+    assert duplicate("AsyncOnce", 1, 2) is None  # locked while it waits
+    assert set(lock_holders(redis)) == {first.encode(), second.encode()}
+    # One thread: the two finish only if they await together on the loop.
+    worker = unique_workers.start("-c", "1")
+    wait_for(lambda: redis.llen("ran") == 2, timeout=30)
+    assert sorted(redis.lrange("ran", 0, -1)) == [b"async-once:1:wurk-asyncio", b"async-once:2:wurk-asyncio"]
+    wait_for(lambda: lock_holders(redis) == [], timeout=10)  # released after success
+    again = duplicate("AsyncOnce", 1, 2)
+    assert again is not None
+    assert lock_holders(redis) == [again.encode()]
+    wait_for(lambda: redis.llen("ran") == 3 and lock_holders(redis) == [], timeout=30)
+    worker.stop()
+    assert redis.lrange("ran", 0, -1)[-1] == b"async-once:1:wurk-asyncio"
+
+
+@pytest.mark.timeout(120)
+def test_an_async_job_keeps_its_lock_through_a_failure_until_its_retry_succeeds(unique, redis, unique_workers):
+    jids = {n: push("AsyncFailsUntilHealed", n, 2, unique_for=600, retry=3) for n in (1, 2)}
+    worker = unique_workers.start("-c", "1")
+    wait_for(lambda: redis.zcard("retry") == 2, timeout=30)
+    # Each ran, still holding its lock, failed, and holds it while it waits to retry.
+    assert sorted(redis.lrange("ran", 0, -1)) == [b"1:held", b"2:held"]
+    assert set(lock_holders(redis)) == {jid.encode() for jid in jids.values()}
+    assert duplicate("AsyncFailsUntilHealed", 1, 2) is None
+
+    redis.set("healed", "1")
+    redis.zadd("retry", dict.fromkeys(redis.zrange("retry", 0, -1), 1.0))  # due now
+    wait_for(lambda: redis.llen("ran") == 4 and lock_holders(redis) == [], timeout=30)
+    worker.stop()
+    assert sorted(redis.lrange("ran", 0, -1)) == [b"1:held", b"1:held", b"2:held", b"2:held"]
+    assert redis.zcard("retry") == 0
+    assert duplicate("AsyncFailsUntilHealed", 1, 2) is not None  # free again

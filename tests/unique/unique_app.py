@@ -4,9 +4,11 @@ what they saw to the ``ran`` list."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
+import threading
 import time
 
 import redis
@@ -90,3 +92,45 @@ class Crasher(wurk.Job, unique_for=600):
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
         client.rpush(EVENTS, json.dumps(["start", n, self.jid, os.getpid()]))
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+#: The async jobs that have started, by ``n`` (see :func:`gather`).
+ASYNC_STARTED = "async-started"
+
+
+async def gather(n: int, total: int) -> None:
+    """Note ``n`` started and await until ``total`` have: they go on only
+    if they run at once, which on a worker with one thread only the event
+    loop allows."""
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    try:
+        client.sadd(ASYNC_STARTED, n)
+        for _ in range(600):
+            if int(client.scard(ASYNC_STARTED)) >= total:
+                return
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"only {client.scard(ASYNC_STARTED)} of {total} async jobs started together")
+    finally:
+        client.close()
+
+
+class AsyncOnce(wurk.Job, unique_for=600):
+    async def perform(self, n: int, total: int) -> None:
+        await gather(n, total)
+        report(f"async-once:{n}:{threading.current_thread().name}")
+
+
+class AsyncFailsUntilHealed(wurk.Job, unique_for=600, retry=3):
+    """Reports whether it still holds its lock, then fails until ``healed`` is set."""
+
+    async def perform(self, n: int, total: int) -> None:
+        await gather(n, total)
+        held = wurk_unique.locked(AsyncFailsUntilHealed, [n, total]) == self.jid
+        report(f"{n}:{'held' if held else 'free'}")
+        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        try:
+            healed = client.get("healed")
+        finally:
+            client.close()
+        if not healed:
+            raise ValueError("fails until healed, will retry")
