@@ -13,8 +13,9 @@ What stays the same:
 * **Claims stay bounded.** A job handed to the loop is *lent* by the claim
   ledger: it is still held in the private list, and the bound widens by one
   while it is, so the threads can claim the next jobs without the bound
-  counting the async ones against them. What a crash hands back is at most
-  twice the threads plus the async jobs in flight.
+  counting the async ones against them; while async jobs run, a tenth of
+  ``async_concurrency`` more may be claimed ahead for the loop. What a crash
+  hands back is at most that.
 * **At-least-once.** The job stays in the private list until it is
   acknowledged, as every job does; a SIGKILL leaves it there for the next
   fetch or the reaper.
@@ -36,6 +37,7 @@ runs on its thread, awaiting through the loop, as before.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import inspect
 import itertools
@@ -71,6 +73,11 @@ class AsyncJobs:
         #: Each task and its job, changed on the loop's thread only.
         self._tasks: dict[asyncio.Task[None], UnitOfWork] = {}
         self._keys = itertools.count(1)
+        #: Jobs handed over and not yet started on the loop, with whether the
+        #: loop was already asked to start them: a burst of jobs costs the
+        #: loop one wake-up, not one each.
+        self._handed: collections.deque[tuple[Any, UnitOfWork, contextvars.Context]] = collections.deque()
+        self._asked = False
 
     @property
     def running(self) -> int:
@@ -78,11 +85,11 @@ class AsyncJobs:
         with self._lock:
             return self._count
 
-    def has_room(self) -> bool:
-        """Whether async jobs run now with room for more: then the threads
-        claim ahead, since each job they claim is handed on at once."""
-        count = self._count  # read without the lock: a hint, not a decision
-        return 0 < count < self.limit
+    def active(self) -> bool:
+        """Whether async jobs run now: then the threads claim ahead, since
+        each job they claim is handed on at once (or waits its turn in the
+        claimed jobs, still under the bound)."""
+        return self._count > 0  # read without the lock: a hint, not a decision
 
     def start(self, processor: Processor, uow: UnitOfWork, job: dict[str, Any], jobstr: str, job_class: type) -> bool:
         """Hand the job to the loop once there is room; ``False`` when the
@@ -101,14 +108,24 @@ class AsyncJobs:
         coroutine = processor.process_async(uow, job, jobstr, job_class, key)
         # The task runs in a copy of the processor thread's context (the
         # worker's configuration and stopping flag), as the thread's job would.
-        context = contextvars.copy_context()
-        self.loop.call_soon(self._spawn, coroutine, uow, context)
+        self._handed.append((coroutine, uow, contextvars.copy_context()))
+        with self._lock:
+            ask, self._asked = not self._asked, True
+        if ask:
+            self.loop.call_soon(self._spawn)
         return True
 
-    def _spawn(self, coroutine: Any, uow: UnitOfWork, context: contextvars.Context) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine, context=context)
-        self._tasks[task] = uow
-        task.add_done_callback(self._finished)
+    def _spawn(self) -> None:
+        """On the loop: start every job handed over since the last call."""
+        with self._lock:
+            self._asked = False
+        loop = asyncio.get_running_loop()
+        handed = self._handed
+        while handed:
+            coroutine, uow, context = handed.popleft()
+            task = loop.create_task(coroutine, context=context)
+            self._tasks[task] = uow
+            task.add_done_callback(self._finished)
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.pop(task, None)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from wurk.server.asyncjobs import AsyncJobs, is_async_job
 from wurk.server.fetch import Fetcher, ReliableFetcher
+from wurk.server.fetch.reliable import async_ahead
 from wurk.server.processor import Processor, ProcessStats
 from wurk.server.retry import JobRetry
 
@@ -97,7 +98,9 @@ class Manager:
         jobs run (each hands its thread back at once); none while threads'
         jobs are long, so a slow job never holds back work another process
         could run."""
-        return self.capsule.concurrency if self._average < FAST_JOB or self.asyncs.has_room() else 0
+        if self.asyncs.active():
+            return self.capsule.concurrency + async_ahead(self.asyncs.limit)
+        return self.capsule.concurrency if self._average < FAST_JOB else 0
 
     def start(self) -> None:
         for processor in self.processors:

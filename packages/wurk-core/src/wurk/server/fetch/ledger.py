@@ -102,6 +102,8 @@ class ClaimLedger:
         #: until they leave the private list: their threads claim again, so
         #: each widens the bound by one while it is held.
         self.lent: set[UnitOfWork] = set()
+        #: The claim-ahead room async jobs add (see :meth:`bound`); the fetcher sets it.
+        self.lent_ahead = 0
         self.acks: list[UnitOfWork] = []
         #: Every claimed job not yet acknowledged or given back, by (private
         #: list, job).
@@ -130,6 +132,13 @@ class ClaimLedger:
     def thread_wakes(self) -> None:
         """A thread that waited on ``work`` stopped waiting."""
         self.idle -= 1
+
+    def bound(self, lent: int) -> int:
+        """How many jobs may be held with ``lent`` of them on the event loop:
+        ``limit``, each lent job's own room, and, while jobs are lent, up to
+        ``lent_ahead`` more, so that the jobs waiting for the loop are
+        claimed a handful per call rather than one or two."""
+        return self.limit + lent + min(lent, self.lent_ahead)
 
     def lend(self, uow: UnitOfWork) -> None:
         """``uow`` runs on the event loop: its thread is free to claim, and
@@ -169,7 +178,7 @@ class ClaimLedger:
             base = self.held - len(acks)
             # An acknowledged async job leaves with this call: its lent room goes with it.
             lent = len(self.lent) - sum(1 for uow in acks if uow in self.lent) if self.lent else 0
-            wanted = max(0, min(1 + self.idle + prefetch(), self.limit + lent - base))
+            wanted = max(0, min(1 + self.idle + prefetch(), self.bound(lent) - base))
             if not wanted and not acks:
                 return None
             self.held += wanted
@@ -240,7 +249,7 @@ class ClaimLedger:
 
     def reserve_one(self, spare: int) -> bool:
         """Room for a waiter's claim of one job, keeping ``spare`` slots free."""
-        if self.held + 1 + spare > self.limit + len(self.lent) or self.reconciling or self.solo:
+        if self.held + 1 + spare > self.bound(len(self.lent)) or self.reconciling or self.solo:
             return False
         with self.gate.lock:
             if self.gate.blocks(self):
@@ -378,7 +387,7 @@ class ClaimLedger:
         (``running``). Tests call it after each step.
         """
         failures: list[str] = []
-        bound = self.limit + len(self.lent)
+        bound = self.bound(len(self.lent))
         if not 0 <= self.held - self.sending <= bound:
             failures.append(f"held {self.held} - sending {self.sending} outside 0..{bound}")
         if not self.lent <= set(self.outstanding.values()):

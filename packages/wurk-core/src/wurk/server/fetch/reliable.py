@@ -34,6 +34,13 @@ __all__ = ["DEFAULT_POLL_INTERVAL", "ReliableFetcher"]
 DEFAULT_POLL_INTERVAL = 2.0
 
 
+def async_ahead(async_concurrency: int) -> int:
+    """The jobs claimed ahead for the event loop while async jobs run: a
+    tenth of ``async_concurrency``, so that a process with hundreds of them in
+    flight claims several jobs a round trip."""
+    return async_concurrency // 10
+
+
 class ReliableFetcher:
     """Claims and acknowledges the jobs of one capsule in one process."""
 
@@ -51,6 +58,7 @@ class ReliableFetcher:
         self._private = {name: identity.private_queue(name) for name in self._names}
         self._running_key = keys.running_suspects(identity.identity)
         self.ledger = ClaimLedger(self.limit)
+        self.ledger.lent_ahead = async_ahead(int(self.config.option("async_concurrency") or 0))
         self.waiters = Waiters(capsule, self.ledger, self._private, self._running_key, self.poll_interval, self._unit)
         self.reconciler = Reconciler(self.ledger, self.pool, self.scripts, self._private, self._running_key)
         self.clock = SuspectClock(self.config, self.ledger, self.pool, self._running_key)
