@@ -121,7 +121,7 @@ def test_the_example_plugin_works_from_a_clean_install_on_a_real_worker(author_e
     assert ["audit", "wurk-audit", "1.0.0", "enabled"] in [line.split()[:4] for line in listing.splitlines()]
 
     worker = Subprocess(
-        [str(author_env / "bin" / "wurk"), "-r", "app", "-q", "default", "-c", "2"],
+        [str(author_env / "bin" / "wurk"), "-r", "app", "-q", "default", "-c", "1"],
         env=env,
         cwd=tmp_path,
         log=tmp_path / "worker.log",
