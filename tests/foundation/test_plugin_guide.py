@@ -120,6 +120,8 @@ def test_the_example_plugin_works_from_a_clean_install_on_a_real_worker(author_e
     listing = run(author_env, "wurk", "plugins", cwd=tmp_path, redis_url=redis_url)
     assert ["audit", "wurk-audit", "1.0.0", "enabled"] in [line.split()[:4] for line in listing.splitlines()]
 
+    # One thread: the jobs end in the order pushed, so the two the audit keeps
+    # (audit_keep) are the last success and the death.
     worker = Subprocess(
         [str(author_env / "bin" / "wurk"), "-r", "app", "-q", "default", "-c", "1"],
         env=env,
