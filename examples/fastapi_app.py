@@ -21,6 +21,7 @@ import os
 
 from fastapi import FastAPI, HTTPException, Request
 from sqlalchemy import ForeignKey, String, create_engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 import wurk
@@ -52,7 +53,18 @@ class Receipt(Base):
     pid: Mapped[int]
 
 
-Base.metadata.create_all(engine)
+def create_tables() -> None:
+    """Made by whichever process gets there first: a preforking server's
+    workers import this module at the same moment (real applications run
+    migrations before they start the server)."""
+    try:
+        Base.metadata.create_all(engine)
+    except OperationalError as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
+create_tables()
 
 
 class SendReceipt(wurk.Job):

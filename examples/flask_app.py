@@ -19,6 +19,7 @@ import os
 
 from flask import Flask, abort, request
 from sqlalchemy import ForeignKey, String, create_engine
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 import wurk
@@ -50,7 +51,18 @@ class Receipt(Base):
     pid: Mapped[int]
 
 
-Base.metadata.create_all(engine)
+def create_tables() -> None:
+    """Made by whichever process gets there first: a preforking server's
+    workers import this module at the same moment (real applications run
+    migrations before they start the server)."""
+    try:
+        Base.metadata.create_all(engine)
+    except OperationalError as exc:
+        if "already exists" not in str(exc):
+            raise
+
+
+create_tables()
 
 
 class SendReceipt(wurk.Job):

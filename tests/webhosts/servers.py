@@ -33,10 +33,17 @@ class WebServer:
 
 @contextmanager
 def serving(
-    command: Sequence[str], port: int, log: Path, env: dict[str, str], cwd: Path = EXAMPLES, ready: str = "/pid"
+    command: Sequence[str],
+    port: int,
+    log: Path,
+    env: dict[str, str],
+    cwd: Path = EXAMPLES,
+    ready: str = "/pid",
+    program: str = sys.executable,
 ) -> Iterator[WebServer]:
-    """Run ``command`` (a server listening on ``port``) until it answers ``ready`` with a 200."""
-    process = Subprocess([sys.executable, *command], env=env, cwd=cwd, log=log)
+    """Run ``program`` with ``command`` (a server listening on ``port``, Python
+    by default) until it answers ``ready`` with a 200."""
+    process = Subprocess([program, *command], env=env, cwd=cwd, log=log)
     server = WebServer(process, f"http://127.0.0.1:{port}", log)
 
     def answers() -> bool:
@@ -52,6 +59,17 @@ def serving(
     finally:
         server.http.close()
         process.stop(timeout=30)
+
+
+def uwsgi(app: str, log: Path, env: dict[str, str], *extra: str) -> AbstractContextManager[WebServer]:
+    """uWSGI with a master and two worker processes (the binary built into
+    this virtualenv, running its Python), stopped by TERM."""
+    port = free_port()
+    command = [
+        "--http", f"127.0.0.1:{port}", "--module", app, "--master", "--processes", "2",
+        "--enable-threads", "--home", sys.prefix, "--die-on-term", *extra,
+    ]  # fmt: skip
+    return serving(command, port, log, env, program=str(Path(sys.executable).parent / "uwsgi"))
 
 
 def uvicorn(

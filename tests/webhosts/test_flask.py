@@ -19,7 +19,7 @@ from wurk.errors import ConfigurationError
 from wurk.redis import keys
 from wurk.redis.servers import free_port
 
-from .servers import EXAMPLES, gunicorn, receipts, serving
+from .servers import EXAMPLES, gunicorn, receipts, serving, uwsgi
 
 REFUSAL = "not starting the embedded worker"
 
@@ -60,6 +60,27 @@ def test_under_gunicorn_pushes_after_commit_for_a_real_worker_and_serves_the_das
     worker = workers.start()
     wait_for(lambda: receipts(tmp_path / "orders.db"), timeout=60)
     assert receipts(tmp_path / "orders.db") == [(placed["order"], "book", worker.pid)]
+
+
+def test_under_uwsgi_each_worker_refuses_the_embedded_worker_in_one_line_and_enqueues(env, redis, tmp_path):
+    # --lazy-apps: each worker loads the app after the fork, as gunicorn's do.
+    with uwsgi("flask_app:app", tmp_path / "uwsgi.log", {**env, "WURK_EMBEDDED": "1"}, "--lazy-apps") as server:
+        wait_for(lambda: len(server.lines_with(REFUSAL)) >= 2, timeout=60)
+        placed = server.http.post("/orders", data={"item": "book"}).json()
+        (payload,) = redis.lrange("queue:default", 0, -1)
+        assert json.loads(payload)["jid"] == placed["jid"]
+        assert redis.smembers(keys.PROCESSES) == set()
+    for line in server.lines_with(REFUSAL):
+        assert "this process is a uWSGI worker" in line
+
+
+def test_an_app_loaded_in_uwsgis_master_refuses_once_there(env, redis, tmp_path):
+    with uwsgi("flask_app:app", tmp_path / "uwsgi.log", {**env, "WURK_EMBEDDED": "1"}) as server:
+        wait_for(lambda: server.lines_with(REFUSAL), timeout=60)
+        placed = server.http.post("/orders", data={"item": "lamp"}).json()
+        assert json.loads(redis.lrange("queue:default", 0, -1)[0])["jid"] == placed["jid"]
+        assert redis.smembers(keys.PROCESSES) == set()
+    assert len(server.lines_with(REFUSAL)) == 1
 
 
 def test_an_app_preloaded_in_gunicorns_master_refuses_once_there_and_still_enqueues(env, redis, tmp_path):
