@@ -8,14 +8,19 @@ timing knobs come from the environment so each test runs its scenario fast.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 import time
 
 import wurk
 from wurk.server.logger import build_logger
 
 EVIDENCE_ENV = "SWARM_EVIDENCE"
+
+#: The Gather jobs started in this process.
+_gathered: set[str] = set()
 
 #: Memory a Hog job holds on to until its process exits.
 _hoard: list[bytes] = []
@@ -56,6 +61,22 @@ class Note(wurk.Job):
         if seconds:
             time.sleep(seconds)
         note(self, "done", label)
+
+
+class Gather(wurk.Job):
+    """An ``async def perform``: notes its start, then waits until ``total``
+    jobs of its kind have started in this process, so it ends only if they
+    all await at once."""
+
+    async def perform(self, label, total):
+        note(self, "start", label)
+        _gathered.add(self.jid)
+        for _ in range(400):
+            if len(_gathered) >= total:
+                note(self, "done", threading.current_thread().name)
+                return
+            await asyncio.sleep(0.05)
+        raise TimeoutError(f"only {len(_gathered)} of {total} started together")
 
 
 class Hog(wurk.Job):

@@ -37,6 +37,7 @@ pytestmark = pytest.mark.timeout(120)
 APP = "tests.swarm.swarm_app"
 NOTE = "tests.swarm.swarm_app.Note"
 HOG = "tests.swarm.swarm_app.Hog"
+GATHER = "tests.swarm.swarm_app.Gather"
 FAST = {"SWARM_HEARTBEAT": "0.5", "SWARM_SCHEDULER_POLL": "0.5", "SWARM_FETCH_POLL": "0.5", "WURK_LEADER": "false"}
 
 
@@ -210,6 +211,20 @@ def test_two_children_heartbeat_as_separate_processes_and_run_jobs(swarms, redis
     assert swarm.wait(2 + 5 + 3) == 0
     assert "every child has exited" in swarm.text()
     assert redis.scard("processes") == 0
+
+
+def test_a_child_runs_async_jobs_together_on_its_loop_beside_its_threads_jobs(swarms, redis):
+    swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="1")
+    (child,) = wait_for(lambda: live_pids(redis), timeout=30)
+    gathered = push(redis, GATHER, *[[n, 20] for n in range(20)])
+    noted = push(redis, NOTE, *[[n, 0.05] for n in range(5)])
+    wait_for(lambda: swarm.jids("done") >= set(gathered) | set(noted), timeout=60)
+    done = [entry for entry in swarm.events() if entry["event"] == "done" and entry["jid"] in gathered]
+    # Twenty awaited at once in the one child, whose one thread also ran the others.
+    assert {entry["pid"] for entry in done} == {child}
+    assert {entry["label"] for entry in done} == {"wurk-asyncio"}
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(10) == 0
 
 
 def test_kill_9_child_is_respawned_and_its_job_reclaimed_and_completed(swarms, redis):
