@@ -1,0 +1,21 @@
+"""The application of the hot-path budget tests: jobs that do nothing.
+
+Loaded by real ``wurk`` worker processes (``-r tests.worker.noop_app``) and
+imported by the tests, which push raw payloads naming these classes. Nothing
+here configures the worker or talks to Redis, so what a drain costs is the
+worker's own cost and nothing else.
+"""
+
+from __future__ import annotations
+
+import wurk
+
+
+class Noop(wurk.Job):
+    def perform(self, number: int) -> None:
+        pass
+
+
+class AsyncNoop(wurk.Job):
+    async def perform(self, number: int) -> None:
+        pass
