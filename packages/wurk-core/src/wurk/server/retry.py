@@ -473,4 +473,5 @@ __all__ = [
     "error_class_name",
     "error_message",
     "retries_enabled",
+    "shutdown_of_task",
 ]
