@@ -11,6 +11,7 @@ from contextlib import ExitStack
 import pytest
 
 from tests.helpers import wait_for
+from wurk.server.loop import LoopRunner
 from wurk_limiter import Limiter, OverLimit
 
 
@@ -76,6 +77,47 @@ def test_policy_ignore_skips_the_block_and_returns_none(config):
     with blocker.within_limit():
         assert limiter.within_limit(lambda: ran.append("full")) is None
     assert ran == ["free"]
+
+
+def test_a_blocking_wait_on_the_job_loop_is_refused_with_the_async_form_named(config):
+    waiting = Limiter.concurrent("pool", 1, wait_timeout=5)
+    at_once = Limiter.concurrent("pool-now", 1, wait_timeout=0)
+    ran = []
+
+    async def job() -> None:
+        with pytest.raises(RuntimeError, match=r"use `async with limiter.within_limit\(\):`"), waiting.within_limit():
+            ran.append("blocked")
+        with pytest.raises(RuntimeError, match=r"await limiter.within_limit\(async_fn\)"):
+            waiting.within_limit(lambda: ran.append("blocked"))
+        with at_once.within_limit():  # no wait, no stall: allowed
+            ran.append("at once")
+        async with waiting.within_limit():
+            ran.append("awaited")
+
+    runner = LoopRunner()  # the loop a worker runs its async jobs on
+    try:
+        runner.run(job())
+    finally:
+        runner.stop()
+    assert ran == ["at once", "awaited"]
+    with waiting.within_limit():  # outside a loop the blocking form is the one to use
+        ran.append("thread")
+    assert ran[-1] == "thread"
+
+
+def test_a_blocking_wait_under_some_other_loop_is_the_callers_to_make(config):
+    """A thread that runs a loop of its own (a script's ``asyncio.run``, a
+    synchronous browser driver) stalls only itself: not refused."""
+    waiting = Limiter.concurrent("pool", 1, wait_timeout=5)
+    ran = []
+
+    async def script() -> None:
+        with waiting.within_limit():
+            ran.append("with")
+        waiting.within_limit(lambda: ran.append("callable"))
+
+    asyncio.run(script())
+    assert ran == ["with", "callable"]
 
 
 def test_async_wait_leaves_the_event_loop_free(config):

@@ -19,6 +19,19 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+_marks = threading.local()
+
+
+def on_job_loop() -> bool:
+    """Whether this thread runs a worker's job loop: a blocking wait here
+    stalls every async job of the process, not only the caller."""
+    return getattr(_marks, "job_loop", False)
+
+
+def _run_job_loop(loop: asyncio.AbstractEventLoop) -> None:
+    _marks.job_loop = True
+    loop.run_forever()
+
 
 class LoopRunner:
     def __init__(self) -> None:
@@ -47,7 +60,7 @@ class LoopRunner:
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="wurk-asyncio", daemon=True)
+                thread = threading.Thread(target=_run_job_loop, args=(loop,), name="wurk-asyncio", daemon=True)
                 thread.start()
                 self._loop, self._thread = loop, thread
             return self._loop
