@@ -173,6 +173,42 @@ def test_a_waiters_claim_keeps_the_books_until_its_job_is_given_back(fetcher_for
     assert [json.loads(job)["jid"] for job in redis.lrange("queue:default", 0, -1)] == ["waited"]
 
 
+def evalsha_calls(redis):
+    return int(redis.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def test_a_waiters_claim_checks_suspects_in_a_second_round_trip_only_while_there_are_any(fetcher_for, redis):
+    fetcher = fetcher_for("default", concurrency=2)
+    running = f"super_fetch:running:{fetcher.identity.identity}"
+    assert fetcher.retrieve_work() is None  # every queue empty: the waiters start
+
+    def waited(jid):
+        idle_threads(fetcher, 1)
+        with fetcher.ledger.lock:
+            fetcher.ledger.wake.notify_all()
+        wait_for(lambda: blocked_waiters(redis) >= 1, timeout=30)
+        before = evalsha_calls(redis)
+        push(redis, "default", jid)
+        wait_for(lambda: fetcher.ledger.local, timeout=30)
+        scripts = evalsha_calls(redis) - before
+        uow = fetcher.retrieve_work()
+        books(fetcher)
+        return uow, scripts
+
+    plain, scripts = waited("plain")
+    assert (jid_of(plain), plain.suspect, scripts) == ("plain", "", 0)  # BLMOVE alone
+    redis.sadd("super_fetch:suspects", "once")  # a crash recovered "once"
+    redis.set("super_fetch:recovered:once", 1)
+    suspect, scripts = waited("once")
+    assert (jid_of(suspect), suspect.suspect, scripts) == ("once", "once", 1)  # checked: core.adopt
+    assert redis.smembers(running) == {b"once"}  # marked while it runs
+    for uow in (plain, suspect):
+        uow.acknowledge()
+    fetcher.flush_acks()
+    books(fetcher)
+    assert redis.smembers(running) == set()
+
+
 def test_an_abandoned_job_goes_back_at_the_next_claim_and_the_books_follow(fetcher_for, redis):
     fetcher = fetcher_for("default", concurrency=2)
     push(redis, "default", "kept", "dropped")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 5)  # write fences, execute(once=), push_core
+WURK_PLUGIN_API = (1, 7)  # wurk.server.retry.shutdown_of_task
 
 
 def _boolean(key: str, value: Any) -> None:

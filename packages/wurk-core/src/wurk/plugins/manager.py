@@ -78,8 +78,10 @@ if TYPE_CHECKING:
 #: 1.4: a dashboard page's scripts and styles (``add_page(..., scripts=, styles=)``), WebRequest.int_param;
 #: 1.5: write fences (``wurk.redis.fence``), ``RedisPool.execute(..., once=True)``, ``LostReplyError``, ``push_core``;
 #: 1.6: hooks called through pluggy (wrappers run, pluggy's order), ``wurk.plugins.outcomes.add_reason``,
-#: the ``wurk.config.settings`` entry-point group (feature settings named without importing the plugin).
-PLUGIN_API: tuple[int, int] = (1, 6)
+#: the ``wurk.config.settings`` entry-point group (feature settings named without importing the plugin);
+#: 1.7: async jobs: a middleware's ``call_async``, ``wurk.server.retry.shutdown_of_task``,
+#: ``wurk.server.loop.on_job_loop``.
+PLUGIN_API: tuple[int, int] = (1, 7)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"

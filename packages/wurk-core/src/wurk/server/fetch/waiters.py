@@ -13,8 +13,9 @@ queues than the bound allows claimers, the last waiters only watch their
 queue and wake a thread to claim.
 
 A waiter's claim is a claim of one job: reserved in the ledger first, moved
-by ``BLMOVE``, then checked against the suspect rules (``core.adopt``) and
-handed to an idle thread. A quiet unblocks every waiter at once with
+by ``BLMOVE``, then checked against the suspect rules (``core.adopt``, a
+second round trip only while there are suspects) and handed to an idle
+thread. A quiet unblocks every waiter at once with
 ``CLIENT UNBLOCK`` on its connection's id, so that none claims afterwards.
 
 Waiters are plain threads, not components (:class:`wurk.Component`), on
@@ -194,11 +195,22 @@ class Waiters:
 
     def _claim_blocking(self, client: Any, name: str) -> None:
         """``BLMOVE`` one job (a claim of one reserved by the caller), then
-        check it against the suspect rules."""
+        check it against the suspect rules.
+
+        The check costs a round trip only while the suspects set is not
+        empty (a crash in the last 72 hours): the set's size comes back in
+        the same round trip as the job, read just after the move. A suspect
+        enters the set in the same step that puts it back on its queue, so a
+        job moved as a suspect always finds the set non-empty; an empty set
+        is what ``core.adopt`` itself would have read first, and answered 0.
+        """
         ledger = self.ledger
         public, private = keys.queue(name), self.private[name]
         try:
-            raw = client.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
+            pipe = client.pipeline(transaction=False)
+            pipe.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
+            pipe.scard(keys.SUSPECTS)
+            raw, suspects = pipe.execute()
         except BaseException:
             with ledger.lock:
                 ledger.blocked_claim_lost()
@@ -212,6 +224,11 @@ class Waiters:
             self.scripts.call("core.requeue", client, [private, public], [job])
             with ledger.lock:
                 ledger.blocked_claim_gave_back()
+            return
+        if not suspects:
+            uow = self.unit(name, job, 0)
+            with ledger.lock:
+                ledger.adopted(uow)
             return
         with ledger.lock:
             alone_ok = ledger.go_solo()
