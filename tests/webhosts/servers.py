@@ -68,6 +68,9 @@ def uwsgi(app: str, log: Path, env: dict[str, str], *extra: str) -> AbstractCont
     command = [
         "--http", f"127.0.0.1:{port}", "--module", app, "--master", "--processes", "2",
         "--enable-threads", "--home", sys.prefix, "--die-on-term", *extra,
+        # uWSGI's HTTP router closes each connection after its response:
+        # saying so keeps the client from sending the next request on it.
+        "--add-header", "Connection: close",
     ]  # fmt: skip
     return serving(command, port, log, env, program=str(Path(sys.executable).parent / "uwsgi"))
 

@@ -188,12 +188,14 @@ def test_a_process_on_a_sigkilled_leaders_host_takes_the_lead_at_once(config, re
     pool = WorkerPool(redis_url, tmp_path, "tests.worker.leader_app", FAST)
     try:
         first = pool.start("-c", "1")
-        wait_for(lambda: holder_pid(redis) == first.pid, timeout=30)
+        # The token is taken (INCR) just after the lease: wait for both.
+        wait_for(lambda: holder_pid(redis) == first.pid and redis.get("leader-token"), timeout=30)
         first_token = int(redis.get("leader-token"))
         first.kill()
         assert redis.ttl("dear-leader") > 20, "the dead leader's lease still runs"
         second = pool.start("-c", "1")
         wait_for(lambda: holder_pid(redis) == second.pid, timeout=15)
+        wait_for(lambda: int(redis.get("leader-token") or 0) > first_token, timeout=15)
         assert int(redis.get("leader-token")) == first_token + 1
         wait_for(lambda: f"hook:leader {first_token + 1}" in events(redis, second.pid), timeout=15)
         second.signal(signal.SIGTERM)
