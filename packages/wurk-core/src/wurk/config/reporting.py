@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wurk.config import env
+from wurk.config.tracebacks import job_traceback
 from wurk.redis.connection import is_outage
 
 if TYPE_CHECKING:
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
 
 #: The context the processor reports a failed job under.
 JOB_FAILED = "Job raised exception"
+
+#: The log record's attribute holding the traceback Wurk's formatters print
+#: in place of the record's whole one (a failed job's, its frames folded).
+TRACEBACK_ATTRIBUTE = "wurk_traceback"
 
 _REDIS_ERROR_TYPES: tuple[type[BaseException], ...] = ()
 
@@ -45,7 +50,10 @@ def default_error_handler(exc: BaseException, context: dict[str, Any], config: C
 
     A failed job is a WARNING naming the job, with the traceback in
     development, where the person reading the log is the one who wrote the
-    job. Redis being unreachable goes to the outage log, which says so once
+    job: the job's own frames, Wurk's processor and middleware folded into
+    one line (:mod:`wurk.config.tracebacks`) unless ``WURK_DEBUG`` is set or
+    the logger is at DEBUG. The record still carries the exception, for a
+    handler of the application's own. Redis being unreachable goes to the outage log, which says so once
     rather than once a second from every thread. Anything else is one line
     (Redis errors as warnings, the rest informational), with the traceback
     when ``WURK_DEBUG`` is set or the logger is at DEBUG.
@@ -57,7 +65,9 @@ def default_error_handler(exc: BaseException, context: dict[str, Any], config: C
         development = (config.option("environment") or env.environment()) == "development"
         name = job.get("wrapped") or job.get("class")
         traceback = exc if development or verbose else None
-        logger.warning("%s jid=%s failed: %s", name, job.get("jid"), _summary(exc), exc_info=traceback)
+        # Wurk's formatters print this instead of the whole traceback.
+        shown = {TRACEBACK_ATTRIBUTE: job_traceback(exc)} if development and not verbose else None
+        logger.warning("%s jid=%s failed: %s", name, job.get("jid"), _summary(exc), exc_info=traceback, extra=shown)
         return
     if is_outage(exc):
         config.outage_log.error(exc, str(context.get("context") or type(exc).__name__))

@@ -29,6 +29,8 @@ from contextvars import ContextVar, Token
 from types import MappingProxyType
 from typing import Any, TextIO
 
+from wurk.config.reporting import TRACEBACK_ATTRIBUTE
+
 LOGGER_NAME = "wurk"
 
 _context: ContextVar[Mapping[str, Any]] = ContextVar("wurk_log_context", default=MappingProxyType({}))
@@ -105,7 +107,10 @@ def _context_text() -> str:
 
 def _message(record: logging.LogRecord) -> str:
     message = record.getMessage()
-    if record.exc_info:
+    shown = getattr(record, TRACEBACK_ATTRIBUTE, None)
+    if shown is not None:  # a failed job's traceback, Wurk's frames folded (wurk.config.reporting)
+        message = f"{message}\n{shown}"
+    elif record.exc_info:
         message = f"{message}\n{logging.Formatter().formatException(record.exc_info)}"
     if record.stack_info:
         message = f"{message}\n{record.stack_info}"
