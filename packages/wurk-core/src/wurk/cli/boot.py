@@ -36,6 +36,7 @@ from wurk.config.capsule import parse_queue
 from wurk.config.catalog import TYPO_CUTOFF
 from wurk.config.configuration import Config
 from wurk.config.settings import check_module_names
+from wurk.config.tracebacks import is_wurk_file
 from wurk.errors import ConfigurationError
 
 #: The plugin API (docs/plugins.md): the steps of a worker's boot, for a
@@ -123,9 +124,10 @@ def refuse_misspelt(config: Config, options: Mapping[str, Any], source: str) -> 
     one, in one line naming ``source``; other unknown keys pass, since the
     configuration is open to the keys of the application's own middleware.
 
-    The command line only warns (a worker keeps running); an integration
-    that reads its options at start-up, where a typo would silently do
-    nothing, refuses instead.
+    Options read at start-up go through this, where a typo would silently
+    leave the setting at its default: a config file (``source`` is its
+    path), an integration's settings. A key the application writes in code
+    is only warned about (:mod:`wurk.config.catalog`).
     """
     known = config.settings.names() | FILE_KEYS | {"concurrency", "queues"}
     for key in options:
@@ -166,8 +168,11 @@ def build_options(flags: Mapping[str, Any], environ: Mapping[str, str] | None = 
 
 
 def apply_options(config: Config, options: Mapping[str, Any]) -> None:
-    """Write CLI/YAML options into the configuration."""
+    """Write CLI/YAML options into the configuration, after refusing a key of
+    the config file that looks like a misspelt option (naming the file)."""
     options = dict(options)
+    if options.get("config_file"):
+        refuse_misspelt(config, options, str(options["config_file"]))
     capsules = options.pop("capsules", None) or {}
     redis_options = options.pop("redis", None)
     labels = options.pop("labels", None)
@@ -274,10 +279,12 @@ def _import_failed(shown: str, exc: BaseException) -> AppImportError:
 
 def _where(exc: BaseException) -> str:
     """Where the error was raised, as `` (file line N)``: the innermost frame
-    of the application's code, not importlib's."""
+    of the application's code, not importlib's, nor Wurk's when the app
+    called Wurk with something it refused."""
     if isinstance(exc, SyntaxError) and exc.filename:
         return f" ({exc.filename} line {exc.lineno})"
     frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if not frame.filename.startswith("<")]
+    frames = [frame for frame in frames if not is_wurk_file(frame.filename)] or frames
     if not frames:
         return ""
     return f" ({frames[-1].filename} line {frames[-1].lineno})"

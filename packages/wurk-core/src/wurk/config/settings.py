@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -232,9 +233,46 @@ class Setting:
         return self.default if callable(self.default) else copy.deepcopy(self.default)
 
     def validate(self, value: Any) -> Any:
-        """The value to store, or ConfigurationError naming the key and the value."""
-        checked = None if self.check is None else self.check(self.name, value)
+        """The value to store, or a ConfigurationError naming the key, the value
+        and, for a plugin's setting, the plugin.
+
+        Whatever the check raises becomes that one error: a check that raises
+        ``ValueError`` (or fails on a bug of its own) would otherwise end a
+        worker's boot with a traceback through the configuration's code,
+        where the one line the user needs is which setting was refused and
+        by whom.
+        """
+        if self.check is None:
+            return value
+        try:
+            checked = self.check(self.name, value)
+        except ConfigurationError as exc:
+            if self.owner != CORE:
+                exc.args = (f"{exc} (a setting of {self.owner})",)
+            raise
+        except Exception as exc:
+            raise ConfigurationError(
+                f"{self.name} = {value!r} was refused by the check of {self.owner}: {type(exc).__name__}: {exc}"
+            ) from exc
         return value if checked is None else checked
+
+
+def _check_signature(name: str, check: Check, owner: str) -> None:
+    """Refuse, as the plugin loads, a check that cannot take ``(name, value)``:
+    found at the first write instead, it would fail some later boot, far from
+    the plugin that declared it."""
+    try:
+        signature = inspect.signature(check)
+    except (TypeError, ValueError):  # no signature to read (a builtin): its first call will tell
+        return
+    try:
+        signature.bind(name, None)
+    except TypeError:
+        shown = getattr(check, "__qualname__", None) or repr(check)
+        raise PluginError(
+            f"{owner} declares setting {name!r} with the check {shown}{signature}, but a check is called "
+            f"as check(name, value): fix the check, or switch the plugin off with WURK_DISABLE_PLUGINS"
+        ) from None
 
 
 def _calling_package(depth: int) -> str:
@@ -274,9 +312,11 @@ class SettingRegistry:
             raise PluginError(f"a setting needs a non-empty name, got {name!r}")
         if check is not None and not callable(check):
             raise PluginError(f"setting {name!r}: check must be callable, got {check!r}")
+        owner = owner or _calling_package(1)
+        if check is not None:
+            _check_signature(name, check, owner)
         if fallback is not None and (not callable(fallback) or default is not UNSET):
             raise PluginError(f"setting {name!r}: fallback must be a callable, for a setting without a default")
-        owner = owner or _calling_package(1)
         current = self._settings.get(name)
         if current is not None and current.owner != owner:
             raise PluginError(f"setting {name!r} is declared by both {current.owner} and {owner}")
