@@ -15,6 +15,7 @@ from tests.helpers import WorkerPool, new_server, wait_for
 from tests.worker.conftest import FAST
 from tests.worker.worker_app import Boom, Record
 from wurk.cli.main import build
+from wurk.server.retry import decompress_backtrace
 
 #: The default 10-second heartbeat instead of the suite's fast one: what is
 #: checked here must not wait for the next beat.
@@ -38,9 +39,34 @@ def test_a_failed_job_logs_a_warning_with_its_traceback_in_development(workers, 
     [line] = failure_lines(log)
     assert line.startswith("WARNING ")
     assert line.endswith(f"tests.worker.worker_app.Boom jid={jid} failed: ValueError: boom 1")
+    traceback = log[log.index(line) :].splitlines()[1:8]
+    assert traceback[0] == "Traceback (most recent call last):"
+    # The job's own frames come first: the processor and the middleware chain
+    # around the app's own middleware (worker_app's TenantFromPayload) fold.
+    assert re.fullmatch(r"  \[\d+ frames inside Wurk, .* left out; WURK_DEBUG=1 shows them\]", traceback[1])
+    assert traceback[2].endswith('worker_app.py", line 32, in call')
+    assert "return call_next()" in traceback[3]
+    assert re.fullmatch(r"  \[\d+ frames inside Wurk left out\]", traceback[5])
+    assert traceback[6].endswith('worker_app.py", line 72, in perform')
+    assert 'raise ValueError(f"boom {key}")' in log
+    assert "processor.py" not in log
+    # Where the error is kept, every frame stays (Boom keeps its 3 innermost).
+    [entry] = redis.zrange("retry", 0, -1)
+    stored = decompress_backtrace(json.loads(entry)["error_backtrace"])
+    assert stored[0].endswith("worker_app.py:72:in 'perform'")
+    assert any("wurk/server/processor.py" in frame for frame in stored)
+
+
+def test_wurk_debug_logs_a_failed_jobs_whole_traceback(workers, redis):
+    worker = workers.start("-c", "1", env={"APP_ENV": "", "RAILS_ENV": "", "RACK_ENV": "", "WURK_DEBUG": "1"})
+    Boom.perform_async(3)
+    wait_for(lambda: redis.zcard("retry") == 1, timeout=30)
+    worker.stop()
+    log = worker.output()
+    [line] = failure_lines(log)
     traceback = log[log.index(line) :]
-    assert "Traceback (most recent call last):" in traceback
-    assert 'raise ValueError(f"boom {key}")' in traceback
+    assert "wurk/server/processor.py" in traceback
+    assert "frames inside Wurk" not in traceback
 
 
 def test_a_failed_job_logs_no_traceback_in_production(workers, redis):
@@ -111,13 +137,14 @@ def test_a_quieted_worker_shows_quiet_well_before_the_next_beat(workers, config,
     assert "quiet" in run(config, "processes").output
 
 
-def test_a_misspelt_option_in_the_config_file_is_warned_about_at_boot(workers, redis, tmp_path):
+def test_a_misspelt_option_in_the_config_file_refuses_the_boot_naming_the_file(workers, redis, tmp_path):
     path = tmp_path / "wurk.yml"
     path.write_text(":concurency: 3\n:timeout: 5\n", encoding="utf-8")
     worker = workers.start("-C", str(path))
-    wait_for(lambda: redis.scard("processes") == 1, timeout=30)  # warned, and running
-    worker.stop()
-    assert "unknown option 'concurency'; did you mean 'concurrency'?" in worker.output()
+    assert worker.wait(30) == 2
+    output = worker.output()
+    assert output.strip() == f"wurk: {path}: unknown option 'concurency'; did you mean 'concurrency'?"
+    assert redis.scard("processes") == 0  # refused before it started: not on the defaults
 
 
 def test_a_queue_given_as_its_redis_key_is_refused(workers):

@@ -83,8 +83,42 @@ def explain(exc: BaseException, url: str) -> CommandFailed:
     return CommandFailed(f"Redis at {mask_url(url)} answered with an error: {exc}")
 
 
+#: The commands the feature distributions add, each with its distribution: a
+#: hint table, as core's ``FEATURE_OPTIONS`` is for job options, so that a
+#: command whose plugin is missing or switched off names what to install
+#: instead of click's "No such command".
+FEATURE_COMMANDS = {"cron": "wurk-cron", "swarm": "wurk-swarm", "web": "wurk-web"}
+
+
+def missing_command(command: str, distribution: str, config: Config) -> str:
+    """Why ``command`` (``wurk web``) is not there, and what to do about it."""
+    from wurk.plugins.manager import NO_AUTOLOAD_ENV
+
+    said = f"{command} comes with the {distribution} distribution"
+    found = [info for info in config.plugins.discovered() if info.distribution == distribution]
+    if not found:
+        return f"{said}, which is not installed: pip install {distribution}"
+    name = found[0].name
+    source = config.plugins.switched_off_by(name)
+    if source is not None:
+        return f"{said}, whose plugin {name!r} is switched off in {source}: take {name!r} out of it"
+    return (
+        f"{said}, whose plugin {name!r} is not loaded: {NO_AUTOLOAD_ENV} is set and config['plugins'] "
+        f"does not name {name!r}"
+    )
+
+
 class WurkGroup(click.Group):
     """The ``wurk`` group: turns the errors of any command into :func:`explain`'s lines."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        distribution = FEATURE_COMMANDS.get(name)
+        if distribution and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            raise ConfigurationFailed(missing_command(f"{ctx.command_path} {name}", distribution, _config(ctx)))
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -370,6 +370,8 @@ class Config(NamedAccessors):
             plugins.call.configure(self)
         plugins.call.register_middleware(self._client_chain, self._server_chain, self)
         self._events.attach(plugins)
+        for warning in plugins.unknown_disabled():
+            self.logger.warning(warning)
         self._keys.check_pending(self._options)
 
     @property

@@ -33,6 +33,7 @@ still checks its hook names and arguments.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 import os
@@ -302,7 +303,10 @@ class Plugins:
         named: Iterable[str] = (),
     ) -> None:
         env = os.environ if environ is None else environ
-        self.disabled = parse_disabled(disabled) | parse_disabled(env.get(DISABLE_ENV))
+        self._disabled_by = dict.fromkeys(parse_disabled(disabled), "config['disabled_plugins']")
+        self._disabled_by.update(dict.fromkeys(parse_disabled(env.get(DISABLE_ENV)), DISABLE_ENV))
+        self.disabled = frozenset(self._disabled_by)
+        self._entry_points = entry_points
         if CORE_PLUGIN in self.disabled:
             raise PluginError("the core plugin cannot be disabled")
         self._pm = _Manager(hookspecs.PROJECT)
@@ -346,6 +350,40 @@ class Plugins:
                 self._pm.register(plugin, name=ep.name)
             except ValueError as exc:  # pluggy refuses an object registered under two names
                 raise PluginError(f"a wurk plugin failed to load: {exc!r}") from exc
+
+    def switched_off_by(self, name: str) -> str | None:
+        """Where plugin ``name`` was switched off (``WURK_DISABLE_PLUGINS`` or
+        ``config['disabled_plugins']``), or None if it was not."""
+        return self._disabled_by.get(name)
+
+    def unknown_disabled(self) -> list[str]:
+        """A warning for each name given to switch a plugin off that no
+        installed plugin has, with the nearest one's name.
+
+        A misspelt name would otherwise switch nothing off, silently: the
+        plugin the user meant keeps running. The distribution's name is the
+        likeliest slip (``wurk-limiter`` for ``limiter``), so the nearest
+        name is looked for among both.
+        """
+        if not self._entry_points:
+            return []  # plugins registered by hand: there is no list to hold the names against
+        published = {
+            ep.name: ep.dist.metadata["Name"] if ep.dist else None
+            for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)
+        }
+        by_alias = {name: name for name in published}
+        by_alias.update({dist: name for name, dist in published.items() if dist})
+        warnings = []
+        for name, source in sorted(self._disabled_by.items()):
+            if name in published:
+                continue
+            close = difflib.get_close_matches(name, by_alias, n=1)
+            hint = "`wurk plugins` lists their names"
+            if close:
+                nearest = by_alias[close[0]]
+                hint = f"did you mean {nearest!r}" + (f" (of {published[nearest]})?" if published[nearest] else "?")
+            warnings.append(f"{source}: no installed plugin is called {name!r}, so it switches nothing off; {hint}")
+        return warnings
 
     def _validate(self) -> None:
         try:
@@ -430,7 +468,8 @@ class Plugins:
             )
         by_name = {info.name for info in found}
         for name, plugin in self._pm.list_name_plugin():
-            if name not in by_name and name != CORE_PLUGIN:
+            # None: a switched-off name, which the loop above showed if a plugin has it.
+            if name not in by_name and name != CORE_PLUGIN and plugin is not None:
                 module = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__qualname__
                 found.append(PluginInfo(name, None, None, True, module))
         return sorted(found, key=lambda info: info.name)
