@@ -11,6 +11,7 @@ import pytest
 
 import wurk
 import wurk_cron
+from wurk.errors import ConfigurationError
 from wurk_cron import LoopSet, Manager
 from wurk_cron.manager import periodic_service
 
@@ -100,10 +101,16 @@ def test_paused_is_only_the_initial_value_so_a_dashboard_pause_survives_boots(co
     ],
 )
 def test_bad_registrations_fail_at_once_naming_the_problem_and_write_nothing(config, redis, call, message):
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ConfigurationError) as raised:  # a ValueError too, as documented
         call(Manager(config))
     assert message in str(raised.value)
     assert redis.keys("*") == []
+
+
+def test_a_bad_schedule_names_the_job_it_was_given_for(config):
+    with pytest.raises(ConfigurationError) as raised:
+        Manager(config).register("0 9 * * MON-FRI", "app.jobs.ReportJob")
+    assert str(raised.value).startswith("periodic job app.jobs.ReportJob: cron schedule '0 9 * * MON-FRI': ")
 
 
 def test_config_periodic_blocks_accumulate_onto_one_manager_run_at_boot(config, redis):

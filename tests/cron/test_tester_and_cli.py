@@ -75,6 +75,45 @@ def test_a_bad_schedule_in_a_periodic_block_fails_the_boot(config, redis):
     assert redis.keys("*") == []
 
 
+BAD_SCHEDULE_APP = """
+import wurk
+
+
+class ReportJob(wurk.Job):
+    def perform(self):
+        pass
+
+
+@wurk.configure_server
+def configure(config):
+    @config.periodic
+    def loops(mgr):
+        mgr.register("@daily", ReportJob)
+        mgr.register("*/5 * * * * *", ReportJob)
+"""
+
+
+def test_a_worker_with_a_bad_schedule_exits_with_one_line_naming_the_job_and_the_string(tmp_path, redis_url, redis):
+    (tmp_path / "periodic_app.py").write_text(BAD_SCHEDULE_APP, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("WURK_DISABLE_PLUGINS", "WURK_DEBUG")}
+    worker = subprocess.run(
+        [sys.executable, "-m", "wurk.cli", "-r", "periodic_app.py", "-c", "1"],
+        env={**env, "REDIS_URL": redis_url},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert worker.returncode == 2
+    assert "Traceback" not in worker.stdout + worker.stderr
+    assert worker.stderr.strip() == (
+        "wurk: periodic job periodic_app.ReportJob: cron schedule '*/5 * * * * *': expected 5 fields "
+        "'minute hour day-of-month month day-of-week', got 6 "
+        "(there is no seconds field: one minute is the finest resolution)"
+    )
+    assert redis.scard("processes") == 0
+
+
 def wurk_cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "REDIS_URL": redis_url}
     env.pop("WURK_DISABLE_PLUGINS", None)

@@ -466,6 +466,45 @@ def test_wurk_swarm_and_wurkswarm_take_the_worker_flags():
     assert version.stdout.startswith("wurkswarm ")
 
 
+BAD_SCHEDULE_APP = """
+import wurk
+
+
+class ReportJob(wurk.Job):
+    def perform(self):
+        pass
+
+
+@wurk.configure_server
+def configure(config):
+    config.periodic(lambda mgr: mgr.register("0 9 * * MON-FRI", ReportJob))
+"""
+
+
+def test_children_refusing_their_configuration_stop_the_swarm_with_one_line_each(swarms, tmp_path):
+    (tmp_path / "periodic_app.py").write_text(BAD_SCHEDULE_APP, encoding="utf-8")
+    swarm = swarms("-r", str(tmp_path / "periodic_app.py"), "-c", "1", "-t", "2", WURK_COUNT="2")
+    assert swarm.wait(30) == 2
+    text = swarm.text()
+    assert "Traceback" not in text
+    refusals = re.findall(r"swarm child \d+: (.*)", text)
+    assert refusals, text
+    assert set(refusals) == {
+        "periodic job periodic_app.ReportJob: cron schedule '0 9 * * MON-FRI': day-of-week field 'MON-FRI' is "
+        "not '*', a number, a list 'a,b', a range 'a-b' or a step '/n' (names and L W # ? are not supported)"
+    }
+    assert re.search(r"swarm: child \d+ refused its configuration \(its line above says why\); stopping", text)
+    assert "respawning" not in text  # every child would refuse it alike
+
+
+def test_a_bad_redis_url_is_refused_in_the_parent_before_any_fork(swarms):
+    swarm = swarms("-c", "1", WURK_COUNT="1", redis_url="http://localhost:6379/0")
+    assert swarm.wait(30) == 2
+    assert swarm.text().strip() == (
+        "wurk: Redis URL 'http://localhost:6379/0' has scheme http://; use one of redis://, rediss://, unix://."
+    )
+
+
 def test_a_broken_app_fails_in_the_parent_with_one_line(swarms, tmp_path):
     bad = tmp_path / "broken.py"
     bad.write_text("raise RuntimeError('no app today')\n")

@@ -13,7 +13,9 @@
 ``config.periodic`` only keeps the block; the blocks run, in order and onto
 one shared :class:`Manager`, when a worker process starts (the ``startup``
 event), so registration writes to Redis from workers and never from a
-client or a web process. A bad schedule or class name fails that boot.
+client or a web process. A bad schedule or class name fails that boot, in
+one line naming the job (a :class:`~wurk.errors.ConfigurationError`, which
+is a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from wurk.client import payload as wire
+from wurk.errors import ConfigurationError
 from wurk_cron.loop import Loop, loop_id
 from wurk_cron.parser import Parser
 from wurk_cron.registry import prune, write_loop
@@ -78,25 +81,31 @@ class Manager:
         but never enters the job. ``tz`` and ``paused`` are not options: the
         zone is stored beside them, and ``paused`` is only the initial state.
         """
-        schedule = Parser(cron).expression
         name = _class_name(klass)
-        options: dict[str, Any] = {}
-        if queue is not _UNSET:
-            options["queue"] = _queue(queue, name)
-        if retry is not _UNSET:
-            options["retry"] = retry
-        if args is not _UNSET:
-            options["args"] = _args(args, name)
-        options.update(other)
-        _check_json(options, name)
-        tz_name = self._tz if tz is _UNSET else zone_name(tz)
+        try:
+            schedule = Parser(cron).expression
+            options: dict[str, Any] = {}
+            if queue is not _UNSET:
+                options["queue"] = _queue(queue)
+            if retry is not _UNSET:
+                options["retry"] = retry
+            if args is not _UNSET:
+                options["args"] = _args(args)
+            options.update(other)
+            _check_json(options)
+            tz_name = self._tz if tz is _UNSET else zone_name(tz)
+            initially_paused = _paused(paused)
+        except ValueError as exc:
+            # One line naming the job: a worker's boot ends on it, and the
+            # traceback through the startup hooks would bury it.
+            raise ConfigurationError(f"periodic job {name}: {exc}") from None
         loop = Loop(
             lid=loop_id(schedule, name, options),
             schedule=schedule,
             klass=name,
             options=options,
             tz_name=tz_name or None,
-            paused=_paused(paused),
+            paused=initially_paused,
             config=self.config,
         )
         write_loop(self.config, loop)
@@ -115,31 +124,31 @@ class Manager:
 def _class_name(klass: object) -> str:
     if isinstance(klass, str):
         if not klass.strip():
-            raise ValueError("a periodic job needs a class name, got an empty string")
+            raise ConfigurationError("a periodic job needs a class name, got an empty string")
         return klass.strip()
     try:
         return wire.class_name(klass)
     except Exception as exc:
-        raise ValueError(f"a periodic job's class must be a name or a job class, got {klass!r}: {exc}") from exc
+        raise ConfigurationError(f"a periodic job's class must be a name or a job class, got {klass!r}: {exc}") from exc
 
 
-def _queue(queue: object, klass: str) -> str:
+def _queue(queue: object) -> str:
     if not isinstance(queue, str) or not queue.strip():
-        raise ValueError(f"periodic job {klass}: queue must be a non-empty string, got {queue!r}")
+        raise ValueError(f"queue must be a non-empty string, got {queue!r}")
     return queue
 
 
-def _args(args: object, klass: str) -> list[Any]:
+def _args(args: object) -> list[Any]:
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):
-        raise ValueError(f"periodic job {klass}: args must be a list, got {args!r}")
+        raise ValueError(f"args must be a list, got {args!r}")
     return list(args)
 
 
-def _check_json(options: dict[str, Any], klass: str) -> None:
+def _check_json(options: dict[str, Any]) -> None:
     try:
         json.dumps(options)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"periodic job {klass}: options must be JSON-native (stored once, at boot): {exc}") from exc
+        raise ValueError(f"options must be JSON-native (stored once, at boot): {exc}") from exc
 
 
 def _paused(paused: object) -> bool:

@@ -8,7 +8,9 @@ every configuration (the parent's sockets dropped, locks replaced) and fired
    the launcher freezes the configuration;
 2. PINGs Redis and exits with status 1 if it cannot: the parent respawns it
    with back-off, so a swarm started before its Redis crash-loops visibly
-   rather than idling;
+   rather than idling. A configuration the boot refuses (a bad Redis URL, a
+   cron string, a setting) is logged in one line and ends the child with
+   :data:`REFUSED_EXIT`, on which the parent stops the swarm;
 3. runs the boot checks that need the server (version, eviction policy,
    pool sizes for the slot's concurrency);
 4. traps ``TERM``/``INT`` (stop), ``TSTP`` (quiet), ``USR2`` (reopen logs) and
@@ -34,6 +36,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from wurk.cli import boot
+from wurk.errors import ConfigurationError, PluginError
 from wurk.redis.connection import mask_url
 from wurk.server.launcher import Launcher
 from wurk.server.logger import reopen
@@ -44,6 +47,12 @@ if TYPE_CHECKING:
 
 #: Exit status of a child that could not reach Redis at boot.
 UNREACHABLE_EXIT = 1
+
+#: Exit status of a child that refused its configuration at boot (a bad cron
+#: string, a setting a plugin's check refused): ``EX_CONFIG`` of sysexits.h.
+#: Every child would refuse it alike, so the parent stops instead of
+#: respawning them.
+REFUSED_EXIT = 78
 
 #: The signals a child turns into names for its main loop.
 HANDLED = ("TERM", "INT", "TSTP", "USR2")
@@ -82,6 +91,8 @@ def run_child(
     config.concurrency = assignment.concurrency
     try:
         config.redis_pool.ping()
+    except (ConfigurationError, PluginError):
+        raise  # a bad URL or option, not an outage: respawning cannot help
     except Exception as exc:
         config.logger.error(
             "swarm child %s: Redis at %s is unreachable (%s); exiting to be respawned",

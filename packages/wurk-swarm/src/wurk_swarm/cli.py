@@ -62,6 +62,8 @@ def run_swarm(config: Config, flags: dict[str, Any]) -> int:
     boot.require_app(options["require"])
     # The checks that need no server run here, once; each child runs the rest.
     boot.allow_app_jobs(config)
+    _ = config.redis_pool  # builds the pool, connecting nowhere: a bad URL is refused here, once
+    config.reset_redis_pools()
     # Every child runs the app's health check on one port: the first to bind
     # serves, and a survivor takes over when it exits.
     share_port(config)

@@ -44,8 +44,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wurk.errors import ConfigurationError, PluginError
 from wurk.server.logger import reopen
-from wurk_swarm.child import run_child
+from wurk_swarm.child import REFUSED_EXIT, run_child
 from wurk_swarm.memory import MEMORY_CHECK_INTERVAL, MemoryWatch, memory_limit_mb
 from wurk_swarm.restart import RollingRestart
 
@@ -72,6 +73,10 @@ STABLE_AFTER = 60.0
 
 #: Fallback when the plugin's settings are not registered (plugin switched off).
 DEFAULT_GRACE = 5.0
+
+#: The swarm's exit status once a child refused its configuration: ``wurk``'s
+#: own for a refused configuration.
+REFUSED_STATUS = 2
 
 #: The signals the parent traps; explicit, so it works as PID 1 (which has no
 #: default dispositions).
@@ -105,6 +110,8 @@ class Supervisor:
         self._crashes: dict[int, int] = {}
         self._exits: dict[int, tuple[int, float]] = {}  # pid -> (exit code, seconds lived), until acted on
         self.quiet = False
+        #: Whether a child refused its configuration, which stops the swarm.
+        self.refused = False
         self.deadline: float | None = None
         self._killed = False
         self._names: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -131,7 +138,7 @@ class Supervisor:
                 self._wait_for_signals(self._pause())
                 self.tick()
             self.logger.info("swarm: every child has exited; bye")
-        return 0
+        return REFUSED_STATUS if self.refused else 0
 
     @contextlib.contextmanager
     def _trapped(self) -> Iterator[None]:
@@ -185,8 +192,9 @@ class Supervisor:
         elif name == "USR1":
             self.rolling_restart()
 
-    def stop(self, name: str = "TERM") -> None:
-        """Begin the shutdown: no more forks, ``TERM`` to every child, ``KILL`` at the deadline."""
+    def stop(self, name: str = "TERM", *, why: str = "") -> None:
+        """Begin the shutdown: no more forks, ``TERM`` to every child, ``KILL`` at
+        the deadline. ``why`` replaces "received TERM" in the log line."""
         if self.deadline is not None:
             self.logger.info("swarm: received %s again; already stopping", name)
             return
@@ -194,7 +202,10 @@ class Supervisor:
         self._respawn_at.clear()
         self.deadline = self._clock() + self.exit_wait
         self.logger.info(
-            "swarm: received %s; stopping %d children (KILL after %gs)", name, len(self.children), self.exit_wait
+            "swarm: %s; stopping %d children (KILL after %gs)",
+            why or f"received {name}",
+            len(self.children),
+            self.exit_wait,
         )
         self._relay(signal.SIGTERM)
 
@@ -250,6 +261,9 @@ class Supervisor:
             lived = self._clock() - child.born
             if self.deadline is not None:
                 self.logger.info("swarm: child %d exited (%s)", pid, describe_exit(code))
+            elif code == REFUSED_EXIT:
+                self.refused = True
+                self.stop(why=f"child {pid} refused its configuration (its line above says why)")
             else:
                 self._exits[pid] = (code, lived)
                 self.logger.debug("swarm: child %d exited (%s) after %.1fs", pid, describe_exit(code), lived)
@@ -400,6 +414,10 @@ class Supervisor:
             )
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
+        except (ConfigurationError, PluginError) as exc:
+            # The user's to fix, in one line: a traceback would bury it.
+            self.logger.error("swarm child %d: %s", os.getpid(), exc)
+            code = REFUSED_EXIT
         except BaseException:
             self.logger.error("swarm child %d crashed:\n%s", os.getpid(), traceback.format_exc().rstrip())
         finally:
