@@ -11,11 +11,9 @@ the event loop only ever waits.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-import redis
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -25,15 +23,13 @@ from starlette.staticfiles import StaticFiles
 
 from wurk.config import env
 from wurk.plugins.web import WebError
-from wurk_web import builtin, layout, openapi, stream
+from wurk_web import builtin, layout, openapi, outage, stream
 from wurk_web.registry import Api, Dashboard, Page
 from wurk_web.request import DashboardRequest
 from wurk_web.security import ASGIApp, Authorization, Guard, relative_path
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
-
-log = logging.getLogger("wurk.web")
 
 #: Seconds between two live updates of the numbers (server-sent events).
 POLL_SECONDS = 2.0
@@ -87,9 +83,11 @@ def api_endpoint(settings: Settings, api: Api) -> Callable[[Request], Any]:
             result = await run_in_threadpool(api.handler, wrapped)
         except WebError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
-        except redis.RedisError as exc:
-            log.warning("dashboard: %s %s failed on Redis: %s", request.method, request.url.path, exc)
-            return JSONResponse({"error": f"Redis is unavailable: {exc}"}, status_code=503)
+        except outage.FAILURES as exc:
+            message = outage.report(settings.config, exc)
+            headers = {"retry-after": str(outage.RETRY_AFTER)}
+            return JSONResponse({"error": message}, status_code=503, headers=headers)
+        outage.recovered(settings.config)
         if isinstance(result, Response):  # a download (a profile's data), sent as the handler built it
             return result
         return JSONResponse(result, headers={"cache-control": "no-store"})
@@ -100,11 +98,17 @@ def api_endpoint(settings: Settings, api: Api) -> Callable[[Request], Any]:
 def page_endpoint(settings: Settings, page: Page, version: str) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         root = str(request.scope.get("root_path", "")).rstrip("/")
+        headers = {"cache-control": "no-store"}
         try:
+            await run_in_threadpool(outage.ping, settings.config)
+            outage.recovered(settings.config)
             wrapped = await settings.wrap(request)
             body = await run_in_threadpool(page.render, wrapped)
         except WebError as exc:
             body, status = f"<p class='error'>{exc.status}</p>", exc.status
+        except outage.FAILURES as exc:
+            body, status = outage.page_body(outage.report(settings.config, exc)), 503
+            headers["retry-after"] = str(outage.RETRY_AFTER)
         else:
             status = 200
         document = layout.render_page(
@@ -116,7 +120,7 @@ def page_endpoint(settings: Settings, page: Page, version: str) -> Callable[[Req
             version=version,
             poll_seconds=settings.poll_seconds,
         )
-        return HTMLResponse(document, status_code=status, headers={"cache-control": "no-store"})
+        return HTMLResponse(document, status_code=status, headers=headers)
 
     return endpoint
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from wurk.errors import ConfigurationError
+
 #: The port ``wurk web`` listens on unless told otherwise.
 DEFAULT_PORT = 9494
 
@@ -22,14 +24,25 @@ def web_command(ctx: click.Context, host: str, port: int, read_only: bool | None
 
     It reads the Redis that REDIS_URL names, like every other command, and
     binds 127.0.0.1 unless --host says otherwise: put it behind your own
-    authentication before opening it to a network.
+    authentication before opening it to a network. While Redis cannot be
+    reached its pages answer 503 saying so, and they work again once it answers.
     """
     import uvicorn
 
+    from wurk.config.defaults import default_config
+    from wurk_web import outage
     from wurk_web.app import create_app
+    from wurk_web.pool import redis_pool
 
     obj = ctx.find_root().obj or {}
-    config = obj.get("config")
+    config = obj.get("config") or default_config()
     app = create_app(config, read_only=read_only or None)
+    pool = redis_pool(config)  # a bad URL is refused here, in one line
+    try:
+        pool.execute(lambda conn: conn.ping())  # a database the server does not have is refused too
+    except ConfigurationError:
+        raise
+    except outage.FAILURES as exc:  # Redis not there yet: say so now, and serve 503s until it is
+        outage.report(config, exc)
     click.echo(f"dashboard: http://{host}:{port}/ (Ctrl-C stops it)")
     uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off")

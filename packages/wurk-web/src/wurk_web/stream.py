@@ -13,11 +13,11 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-import redis
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from wurk_web import outage
 from wurk_web.views.overview import stats_snapshot
 
 if TYPE_CHECKING:
@@ -42,9 +42,12 @@ def endpoint(settings: Settings) -> Callable[[Request], Any]:
             while not limit or sent < limit:
                 try:
                     snapshot = await run_in_threadpool(stats_snapshot, wrapped)
+                except outage.FAILURES as exc:
+                    message = outage.report(settings.config, exc)
+                    yield frame("error", {"error": message})
+                else:
+                    outage.recovered(settings.config)
                     yield frame("stats", snapshot)
-                except redis.RedisError as exc:
-                    yield frame("error", {"error": f"Redis is unavailable: {exc}"})
                 sent += 1
                 if limit and sent >= limit:
                     return
