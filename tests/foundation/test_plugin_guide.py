@@ -156,4 +156,4 @@ def test_the_example_plugin_works_from_a_clean_install_on_a_real_worker(author_e
     assert page["title"] == "Audit"
     assert "<td>succeeded</td><td>2</td>" in page["html"]
     assert page["api"] == {"died": 1, "succeeded": 2}
-    assert refused == "audit_keep must be a whole number >= 1, got 0"
+    assert refused == "audit_keep must be a whole number >= 1, got 0 (a setting of wurk-audit)"
