@@ -39,6 +39,7 @@ ENTRY_POINTS = {
     # configuration (the process default, as documented for ``wurk``).
     "packages/wurk-core/src/wurk/cli/main.py",
     "packages/wurk-swarm/src/wurk_swarm/cli.py",
+    "packages/wurk-web/src/wurk_web/cli.py",
     "packages/wurk-core/src/wurk/cli/demo.py",
     # ``configure_embed()`` without a configuration embeds the default one.
     "packages/wurk-core/src/wurk/server/embedded.py",

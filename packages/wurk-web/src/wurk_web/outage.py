@@ -24,7 +24,7 @@ import redis
 
 from wurk.cli.main import explain
 from wurk.errors import ConfigurationError, RedisConnectionError
-from wurk.redis.connection import is_outage, mask_url
+from wurk.redis.connection import PoolTimeoutError, mask_url
 from wurk_web.pool import redis_pool
 
 if TYPE_CHECKING:
@@ -58,13 +58,20 @@ def report(config: Config, exc: BaseException) -> str:
     outage), another failure to one line of its own, never a traceback."""
     url = str(config.redis["url"])
     message = explain(exc, url).format_message()
-    if is_outage(exc):
+    if _unreachable(exc):
         if not isinstance(exc, RedisConnectionError):  # redis-py's own, from the PING: name the server
             exc = RedisConnectionError(mask_url(url), exc)
         config.outage_log.error(exc, CONTEXT)
     else:
         log.warning("dashboard: %s", message)
     return message
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the server cannot be reached (an outage), rather
+    than that it answered with an error or the pool had no free connection."""
+    unreachable = (RedisConnectionError, redis.ConnectionError, redis.TimeoutError)
+    return isinstance(exc, unreachable) and not isinstance(exc, PoolTimeoutError)
 
 
 def recovered(config: Config) -> None:

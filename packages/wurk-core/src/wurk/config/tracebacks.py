@@ -35,7 +35,7 @@ def wurk_roots() -> tuple[str, ...]:
     """The folders of core and of every installed Wurk plugin package.
 
     A plugin's package is Wurk's when it is published under the ``wurk``
-    entry-point group and named ``wurk_...`` (``wurk_batches``, a third
+    entry-point group and named ``wurk_...`` (``wurk_cron``, a third
     party's ``wurk_audit``): an application that publishes a plugin from its
     own package keeps its frames, which may be its jobs.
     """
