@@ -218,6 +218,14 @@ def test_core_alone_installs_into_a_clean_venv_and_imports_no_feature(dist_dir, 
     assert "['core']" in result.stdout
     listing = subprocess.run([str(venv / "bin" / "wurk"), "plugins"], capture_output=True, text=True, timeout=60)
     assert listing.stdout.strip() == "no plugins installed"
+    for command, distribution in (("web", "wurk-web"), ("swarm", "wurk-swarm"), ("cron", "wurk-cron")):
+        missing = subprocess.run([str(venv / "bin" / "wurk"), command], capture_output=True, text=True, timeout=60)
+        assert missing.returncode == 2
+        assert missing.stdout == ""
+        assert missing.stderr.strip() == (
+            f"wurk: wurk {command} comes with the {distribution} distribution, which is not installed: "
+            f"pip install {distribution}"
+        )
 
 
 @pytest.mark.slow
