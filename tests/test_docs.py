@@ -12,6 +12,7 @@ snippet may import from them as the reader's own code would.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import sys
 
@@ -39,9 +40,12 @@ def test_doc_examples_run(page, config, tmp_path, monkeypatch):
     (tmp_path / f"{module_name}.py").write_text(source, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
+    environment = dict(os.environ)  # a page may stand in for a deployment's variables (encryption keys)
     try:
         importlib.import_module(module_name)
     finally:
+        os.environ.clear()
+        os.environ.update(environment)
         for name, module in list(sys.modules.items()):
             if name == module_name or str(getattr(module, "__file__", "") or "").startswith(str(tmp_path)):
                 del sys.modules[name]
