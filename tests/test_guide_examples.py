@@ -116,7 +116,8 @@ def read_example(page: Path) -> Example | None:
             outputs.append(match.group(3))
     if not runs:
         return None  # files shown without a run (docs/django.md's project is run by tests/django)
-    assert len(runs) == 1 and len(outputs) == 1, f"{page.name}: one ```bash run and one ```text output block"
+    assert len(runs) == 1, f"{page.name}: more than one ```bash run block"
+    assert len(outputs) == 1, f"{page.name}: a ```bash run block needs one ```text output block"
     example.commands = [line for line in runs[0].splitlines() if _command_words(line)]
     example.output = [line.strip() for line in outputs[0].splitlines() if line.strip()]
     return example
@@ -130,7 +131,8 @@ EXAMPLES = [example for example in map(read_example, PAGES) if example is not No
 
 
 def test_every_guide_that_needs_one_has_a_runnable_first_example():
-    assert REQUIRED <= {example.page.name for example in EXAMPLES}
+    missing = REQUIRED - {example.page.name for example in EXAMPLES}
+    assert not missing, f"no runnable first example (a ```bash run block) in {sorted(missing)}"
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.page.name)
