@@ -56,3 +56,59 @@ def test_every_doc_page_is_linked_from_the_index():
     for page in DOCS:
         if page.name != "index.md":
             assert f"({page.name})" in index, f"docs/index.md does not link {page.name}"
+
+
+# -- say only what is true ------------------------------------------------------------------
+#
+# Every feature Wurk's own distributions offer is built; a page that calls one
+# "coming" or "not built yet" sends a reader away from something that works.
+# A claim about work that truly is ahead goes in ALLOWED, with its file and
+# the phrase, so it is looked at again when that work lands.
+
+#: What the scan reads: the README, every page, and what each distribution
+#: says of itself (its README and the description in its pyproject.toml).
+CLAIMED_IN = sorted(
+    {ROOT / "README.md", *DOCS, *(ROOT / "packages").glob("*/README.md"), *(ROOT / "packages").glob("*/pyproject.toml")}
+)
+NOT_YET = re.compile(
+    r"not (yet )?built|not (yet )?(implemented|available)|(implemented|available) yet|coming soon"
+    r"|\b(is|are|still) coming\b|\(coming\)|\bcoming[,;:]|\bwill (ship|land)\b|\bonce it (is built|lands)\b"
+    r"|\b(is|are|was|were) planned\b|\bplanned (for|as)\b|\bin a future (release|version)\b",
+    re.IGNORECASE,
+)
+#: (file relative to the root, phrase) pairs that are true today.
+ALLOWED: set[tuple[str, str]] = set()
+
+
+def stale_claims(path):
+    """``file:line: phrase`` for each "not built yet" kind of phrase in ``path``."""
+    relative = path.relative_to(ROOT).as_posix()
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".toml":  # only what the distribution says of itself
+        text = "\n".join(line if line.startswith("description") else "" for line in text.splitlines())
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        for match in NOT_YET.finditer(line):
+            if (relative, match.group(0).lower()) not in ALLOWED:
+                found.append(f"{relative}:{number}: {match.group(0)!r} in {line.strip()!r}")
+    return found
+
+
+def test_no_page_calls_a_built_feature_coming():
+    stale = [claim for path in CLAIMED_IN for claim in stale_claims(path)]
+    assert not stale, "stale claims (the feature is built; say what it does):\n" + "\n".join(stale)
+
+
+def test_the_stale_claim_scan_sees_the_phrases_it_looks_for():
+    """The scan itself, on the claims it was written to catch."""
+    for claim in (
+        "the dashboard is **coming, not built yet**",
+        "What is not built yet is listed below.",
+        "once the swarm is built — it is coming —",
+        "a task from the Django integration (coming) shows",
+        "Batches are planned as plugins",
+        "Encryption is coming soon.",
+    ):
+        assert NOT_YET.search(claim), claim
+    for true_today in ("a scheduled job coming due", "the status `coming`", "The next fire happens as planned."):
+        assert not NOT_YET.search(true_today), true_today
