@@ -112,3 +112,16 @@ def test_the_stale_claim_scan_sees_the_phrases_it_looks_for():
         assert NOT_YET.search(claim), claim
     for true_today in ("a scheduled job coming due", "the status `coming`", "The next fire happens as planned."):
         assert not NOT_YET.search(true_today), true_today
+
+
+def test_no_page_fails_where_redis_url_is_unset():
+    """Wurk itself falls back to redis://localhost:6379/0 without REDIS_URL; a
+    page's code that reads it with ``os.environ["REDIS_URL"]`` raises KeyError
+    instead, on the machine of a reader who runs ``wurk server``."""
+    strict = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in [ROOT / "README.md", *DOCS]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if re.search(r"""environ\[["']REDIS_URL["']\]""", line)
+    ]
+    assert not strict, f"read REDIS_URL with os.environ.get(..., default) in {strict}"
