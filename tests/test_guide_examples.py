@@ -146,7 +146,18 @@ def test_each_file_is_named_where_a_reader_sees_it(example):
         assert f"`{name}`" in before, f"{example.page.name}: the paragraph before {name} does not name it"
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda example: example.page.name)
+def installs(example: Example) -> bool:
+    return any(_command_words(line)[:2] == ["pip", "install"] for line in example.commands)
+
+
+#: An example that builds and installs a distribution is a slow test.
+RUNS = [
+    pytest.param(example, id=example.page.name, marks=[pytest.mark.slow] if installs(example) else [])
+    for example in EXAMPLES
+]
+
+
+@pytest.mark.parametrize("example", RUNS)
 def test_the_first_example_runs_as_written_twice_in_a_row(example, redis_url, tmp_path):
     workdir = tmp_path / "example"
     workdir.mkdir()
