@@ -41,8 +41,9 @@ the rest):
   Once they have all shown up, the workers are stopped with TERM and must
   exit cleanly.
 
-A page with a ``run`` block has exactly one, and one ``output`` block. Python's
-output is unbuffered (``PYTHONUNBUFFERED=1``), as it is in a terminal.
+A page with a ``run`` block has exactly one, and one ``output`` block.
+Python's output is written as it is printed (``PYTHONUNBUFFERED=1``), as a
+terminal shows it line by line, rather than held until the process ends.
 """
 
 from __future__ import annotations
