@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 import redis as redis_py
 
 from tests.helpers import ROOT, Subprocess, wait_for
+from tests.test_guide_examples import read_example
 from wurk.redis.servers import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
@@ -164,18 +166,11 @@ def test_demo_stopped_by_term_leaves_no_server_or_worker_behind(tmp_path):
         os.kill(worker_pid, 0)  # stopped and reaped by the demo
 
 
-def readme_blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
-
-
 def test_the_readme_quickstart_runs_as_written_and_a_worker_start_enqueues_nothing(tmp_path):
-    for block in readme_blocks("py"):
-        name = re.match(r"# (\w+\.py)\n", block)
-        if name:
-            (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
-    [terminals] = [block for block in readme_blocks("bash") if block.startswith("wurk server")]
-    server_cmd, worker_cmd, client_cmd = (line.split("#")[0].split() for line in terminals.splitlines())
+    quickstart = read_example(ROOT / "README.md")  # its files and commands, as tests/test_guide_examples.py reads them
+    for name, content in quickstart.files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    server_cmd, worker_cmd, client_cmd = (shlex.split(line, comments=True) for line in quickstart.commands)
     assert (server_cmd[:2], worker_cmd[0], client_cmd[0]) == (["wurk", "server"], "wurk", "python")
 
     port = free_port()
