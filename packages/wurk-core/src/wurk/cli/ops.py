@@ -71,6 +71,7 @@ def stats_data() -> dict[str, Any]:
         "processed": stats.processed,
         "failed": stats.failed,
         "expired": stats.expired,
+        "rescheduled": stats.rescheduled,
         "enqueued": stats.enqueued,
         "scheduled": stats.scheduled_size,
         "retries": stats.retry_size,

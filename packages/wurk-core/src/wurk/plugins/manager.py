@@ -80,8 +80,11 @@ if TYPE_CHECKING:
 #: 1.6: hooks called through pluggy (wrappers run, pluggy's order), ``wurk.plugins.outcomes.add_reason``,
 #: the ``wurk.config.settings`` entry-point group (feature settings named without importing the plugin);
 #: 1.7: async jobs: a middleware's ``call_async``, ``wurk.server.retry.shutdown_of_task``,
-#: ``wurk.server.loop.on_job_loop``.
-PLUGIN_API: tuple[int, int] = (1, 7)
+#: ``wurk.server.loop.on_job_loop``;
+#: 1.8: ``Skip(log_as=, rescheduled=)`` (the job log's line for a skipped run; a run put back to run later
+#: is counted in ``stat:rescheduled``), the ``wurk.options`` entry-point group (a switched-off plugin's
+#: job option refused at enqueue, naming the plugin).
+PLUGIN_API: tuple[int, int] = (1, 8)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
