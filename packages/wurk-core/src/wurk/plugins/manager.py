@@ -168,6 +168,32 @@ def check_plugin_api(plugin: object, name: str, distribution: str | None, versio
     )
 
 
+def distribution_name(ep: metadata.EntryPoint) -> str:
+    """The name of the distribution that publishes ``ep`` (its module's
+    top-level package when the metadata does not say), by which the entry
+    points of one distribution's groups are matched with each other."""
+    dist = ep.dist
+    return str(dist.metadata["Name"]) if dist is not None else ep.module.partition(".")[0]
+
+
+@dataclass(frozen=True)
+class SwitchedOff:
+    """An installed plugin a configuration did not load: ``blocked`` when it
+    was switched off by name (``WURK_DISABLE_PLUGINS``,
+    ``config["disabled_plugins"]``), else left out of ``config["plugins"]``
+    while ``WURK_DISABLE_PLUGIN_AUTOLOAD`` is set."""
+
+    name: str
+    distribution: str
+    blocked: bool
+
+    def how(self) -> str:
+        """How it was switched off, and so how to switch it back on."""
+        if self.blocked:
+            return f"switched off by {DISABLE_ENV} or config['disabled_plugins']"
+        return f"not loaded: {NO_AUTOLOAD_ENV} is set and config['plugins'] does not name it"
+
+
 @dataclass(frozen=True)
 class PluginInfo:
     """One discovered plugin, as ``wurk plugins`` shows it."""
@@ -308,6 +334,8 @@ class Plugins:
         self.disabled = parse_disabled(disabled) | parse_disabled(env.get(DISABLE_ENV))
         if CORE_PLUGIN in self.disabled:
             raise PluginError("the core plugin cannot be disabled")
+        #: Published plugins not loaded: name -> why (see :meth:`switched_off`).
+        self._switched_off: dict[str, SwitchedOff] = {}
         self._pm = _Manager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets the call too.
@@ -335,10 +363,16 @@ class Plugins:
                 f"publishes a wurk plugin of that name (see `wurk plugins`)"
             )
         for ep in published:
-            if not autoload and ep.name not in named:
-                continue  # autoload is off: only the plugins the configuration names
-            if self._pm.has_plugin(ep.name) or self._pm.is_blocked(ep.name):
-                continue  # a duplicate on sys.path, or switched off: never imported
+            if self._pm.has_plugin(ep.name):
+                continue  # a duplicate on sys.path
+            if self._pm.is_blocked(ep.name) or (not autoload and ep.name not in named):
+                # Switched off, or autoload is off and the configuration does
+                # not name it: never imported, but remembered, so that a job
+                # option it publishes can be refused naming it.
+                self._switched_off.setdefault(
+                    ep.name, SwitchedOff(ep.name, distribution_name(ep), blocked=self._pm.is_blocked(ep.name))
+                )
+                continue
             try:
                 plugin = ep.load()
             except Exception as exc:  # an ImportError or a failing plugin module
@@ -412,6 +446,11 @@ class Plugins:
 
     def is_enabled(self, name: str) -> bool:
         return self._pm.get_plugin(name) is not None
+
+    def switched_off(self) -> list[SwitchedOff]:
+        """The installed plugins this configuration did not load: switched
+        off by name, or left out of ``config["plugins"]`` with autoload off."""
+        return [off for name, off in self._switched_off.items() if not self.is_enabled(name)]
 
     def discovered(self) -> list[PluginInfo]:
         """Every plugin published under the entry-point group, enabled or not."""
