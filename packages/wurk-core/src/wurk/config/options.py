@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
+from wurk.config.settings import distribution_name
 from wurk.errors import UnknownOptionError
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ OPTIONS_ENTRY_POINT_GROUP = "wurk.options"
 
 def published_options() -> dict[str, str]:
     """Each job option an installed distribution publishes, and that distribution's name."""
-    from wurk.plugins.manager import distribution_name
-
     published: dict[str, str] = {}
     for ep in metadata.entry_points(group=OPTIONS_ENTRY_POINT_GROUP):
         published.setdefault(ep.name, distribution_name(ep))

@@ -47,6 +47,7 @@ import pluggy
 
 from wurk._version import __version__
 from wurk.config import env as wurk_env
+from wurk.config.settings import distribution_name
 from wurk.errors import PluginError
 from wurk.plugins import hookspecs
 
@@ -166,14 +167,6 @@ def check_plugin_api(plugin: object, name: str, distribution: str | None, versio
         f"{who} was built for plugin API {wanted}, but wurk-core {__version__} provides plugin API {provided}: "
         f"{fix}; or switch it off with {DISABLE_ENV}={name}"
     )
-
-
-def distribution_name(ep: metadata.EntryPoint) -> str:
-    """The name of the distribution that publishes ``ep`` (its module's
-    top-level package when the metadata does not say), by which the entry
-    points of one distribution's groups are matched with each other."""
-    dist = ep.dist
-    return str(dist.metadata["Name"]) if dist is not None else ep.module.partition(".")[0]
 
 
 @dataclass(frozen=True)
