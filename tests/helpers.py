@@ -233,6 +233,15 @@ def logged_at(text: str, fragment: str) -> float:
     raise AssertionError(f"no line with {fragment!r} in the log")
 
 
+def job_log(text: str, jid: str) -> list[str]:
+    """The job logger's lines for ``jid`` in a worker's log, in order: ``start``,
+    then how each run ended, its elapsed time left out (``done``,
+    ``interrupted at cursor 41, requeued``…). Other lines logged in the job's
+    context, an error report say, are not the job logger's and are left out."""
+    pattern = rf"^INFO .* jid={jid} class=\S+: (start|.+(?=: \d+\.\d{{3}} sec$))"
+    return re.findall(pattern, text, re.MULTILINE)
+
+
 def first_reply_lost(config: Any, script: str) -> Any:
     """A fault-proxy matcher: every call of ``script`` loses the reply to its
     first sending, and the call sent again gets through. ``core.push`` is

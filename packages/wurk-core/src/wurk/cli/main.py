@@ -323,8 +323,9 @@ def demo_command(ctx: click.Context, data_dir: Path, count: int, seconds: float,
 
 def _core_commands() -> list[click.Command]:
     from wurk.cli.ops import OPS_COMMANDS
+    from wurk.cli.sets import SET_COMMANDS
 
-    return [plugins_command, server_command, demo_command, *OPS_COMMANDS]
+    return [plugins_command, server_command, demo_command, *OPS_COMMANDS, *SET_COMMANDS]
 
 
 def build(config: Config | None = None) -> click.Group:
