@@ -50,6 +50,7 @@ def test_wurk_web_serves_the_dashboard_on_the_redis_url(tmp_path, redis_url, red
     try:
         wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
         assert httpx.get(f"http://127.0.0.1:{port}/api/stats").json()["processed"] == 12
+        assert httpx.get(f"http://127.0.0.1:{port}/favicon.ico").status_code == 200  # not a 404 in the log
         refused = httpx.post(f"http://127.0.0.1:{port}/api/queues/default/pause", json={})
         assert refused.status_code == 403
         web.signal(signal.SIGINT)
