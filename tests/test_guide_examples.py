@@ -79,7 +79,7 @@ REQUIRED = {
 }
 
 FENCE = re.compile(r"^```(\w+)[ \t]+([^\n]+)\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-READY = re.compile(r"Wurk \S+ starting \d+ threads")
+READY = re.compile(r"Wurk \S+ starting \d+ threads?\b")
 BIN = Path(sys.executable).parent
 #: How long the example's output may take to show up, and a command to end.
 OUTPUT_TIMEOUT = 60.0

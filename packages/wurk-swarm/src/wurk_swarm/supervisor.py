@@ -193,8 +193,13 @@ class Supervisor:
         self.restart.abort()  # replacements in flight are in self.children: they drain with the rest
         self._respawn_at.clear()
         self.deadline = self._clock() + self.exit_wait
+        count = len(self.children)
         self.logger.info(
-            "swarm: received %s; stopping %d children (KILL after %gs)", name, len(self.children), self.exit_wait
+            "swarm: received %s; stopping %d %s (KILL after %gs)",
+            name,
+            count,
+            "child" if count == 1 else "children",
+            self.exit_wait,
         )
         self._relay(signal.SIGTERM)
 

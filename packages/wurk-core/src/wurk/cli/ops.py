@@ -21,6 +21,8 @@ from typing import Any
 
 import click
 
+from wurk.cli import plural
+
 SET_NAMES = ("scheduled", "retry", "dead")
 
 
@@ -228,7 +230,7 @@ def job_kill(jid: str) -> None:
 @click.argument("set_name", type=click.Choice(SET_NAMES))
 def retry_all_command(set_name: str) -> None:
     """Put every job of a set on its queue now."""
-    click.echo(f"{_set(set_name).retry_all()} job(s) moved from {set_name} to their queues")
+    click.echo(f"{plural(_set(set_name).retry_all(), 'job')} moved from {set_name} to their queues")
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -259,8 +261,8 @@ def kill_all_command(set_name: str, yes: bool) -> None:
     if not count:
         click.echo(f"no jobs in {set_name}")
         return
-    _confirm(f"Move all {count} job(s) in {set_name} to the dead set?", yes)
-    click.echo(f"{jobs.kill_all()} job(s) moved from {set_name} to the dead set")
+    _confirm(f"Move {'the 1 job' if count == 1 else f'all {count} jobs'} in {set_name} to the dead set?", yes)
+    click.echo(f"{plural(jobs.kill_all(), 'job')} moved from {set_name} to the dead set")
 
 
 @click.command("pause")
