@@ -44,6 +44,15 @@ def wait_for(predicate: Callable[[], object], timeout: float = 10.0, interval: f
         time.sleep(interval)
 
 
+#: Runs ``argv[2:]`` with SIGINT set to ``signal.<argv[1]>``: exec keeps an
+#: ignored signal ignored and resets a handled one to its default, which is
+#: all a disposition can be across it.
+WITH_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, getattr(signal, sys.argv[1])); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
 class Subprocess:
     """A real child process (a worker, a CLI) that tests can signal and reap."""
 
@@ -53,16 +62,23 @@ class Subprocess:
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
         log: Path | None = None,
+        sigint: signal.Handlers | None = None,
     ):
         """``log``: write the child's output to this file instead of a pipe
-        (a chatty child would block once a pipe's buffer fills)."""
+        (a chatty child would block once a pipe's buffer fills).
+
+        ``sigint``: how the child starts out treating SIGINT, whatever the
+        test run's own: ``signal.SIG_IGN`` as a script's ``command &`` starts
+        it (the way CI often runs the suite), ``signal.SIG_DFL`` as a terminal
+        does. None inherits the test run's."""
         self.args = list(args)
         self.log = log
         full_env = {**os.environ, **(env or {})}
+        command = self.args if sigint is None else [sys.executable, "-c", WITH_SIGINT, sigint.name, *self.args]
         out = log.open("wb") if log is not None else subprocess.PIPE
         try:
             self.proc = subprocess.Popen(
-                self.args, env=full_env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                command, env=full_env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
         finally:
             if log is not None:
@@ -119,11 +135,13 @@ class WorkerPool:
         self.env = dict(env)
         self.started: list[Subprocess] = []
 
-    def start(self, *args: str, env: Mapping[str, str] | None = None) -> Subprocess:
+    def start(
+        self, *args: str, env: Mapping[str, str] | None = None, sigint: signal.Handlers | None = None
+    ) -> Subprocess:
         command = [sys.executable, "-m", "wurk.cli", "-r", self.app, *args]
         log = self.logs / f"worker-{len(self.started)}.log"
         full_env = {"REDIS_URL": self.redis_url, **self.env, **(env or {})}
-        worker = Subprocess(command, env=full_env, cwd=self.cwd, log=log)
+        worker = Subprocess(command, env=full_env, cwd=self.cwd, log=log, sigint=sigint)
         self.started.append(worker)
         return worker
 
@@ -231,6 +249,15 @@ def logged_at(text: str, fragment: str) -> float:
             if stamp:
                 return datetime.strptime(stamp.group(1), "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
     raise AssertionError(f"no line with {fragment!r} in the log")
+
+
+def job_log(text: str, jid: str) -> list[str]:
+    """The job logger's lines for ``jid`` in a worker's log, in order: ``start``,
+    then how each run ended, its elapsed time left out (``done``,
+    ``interrupted at cursor 41, requeued``…). Other lines logged in the job's
+    context, an error report say, are not the job logger's and are left out."""
+    pattern = rf"^INFO .* jid={jid} class=\S+: (start|.+(?=: \d+\.\d{{3}} sec$))"
+    return re.findall(pattern, text, re.MULTILINE)
 
 
 def first_reply_lost(config: Any, script: str) -> Any:

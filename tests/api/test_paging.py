@@ -7,11 +7,11 @@ import pytest
 from wurk.api.paging import page_by_score, parse_cursor
 
 
-def walk(redis, key, limit, between=None):
+def walk(redis, key, limit, between=None, *, ascending=False):
     """Every member, page by page; ``between(page_number)`` runs after each page."""
     seen, cursor, pages = [], None, 0
     while True:
-        rows, cursor = page_by_score(redis, key, cursor, limit)
+        rows, cursor = page_by_score(redis, key, cursor, limit, ascending=ascending)
         seen += [member.decode() for member, _score in rows]
         pages += 1
         if between is not None:
@@ -27,6 +27,23 @@ def test_pages_cover_every_member_once_even_across_equal_scores(redis):
     assert sorted(members) == [f"m{n:03d}" for n in range(95)]
     assert len(members) == 95
     assert pages == 14  # 13 full pages and the last; no empty page after it
+
+
+def test_an_ascending_walk_covers_every_member_once_lowest_first(redis):
+    redis.zadd("z", {f"m{n:03d}": n // 10 for n in range(95)})
+    members, pages = walk(redis, "z", 7, ascending=True)
+    assert len(members) == 95
+    assert sorted(members) == [f"m{n:03d}" for n in range(95)]
+    assert [int(m[1:]) // 10 for m in members] == sorted(int(m[1:]) // 10 for m in members)
+    assert pages == 14
+
+    def sooner_arrive(page):
+        redis.zadd("z", {f"sooner{page}-{n}": -1 for n in range(5)})  # below the cursor: not shifting it
+
+    redis.delete("z")
+    redis.zadd("z", {f"old{n}": n for n in range(30)})
+    members, _pages = walk(redis, "z", 10, sooner_arrive, ascending=True)
+    assert [member for member in members if member.startswith("old")] == [f"old{n}" for n in range(30)]
 
 
 def test_members_added_above_the_cursor_do_not_shift_the_next_pages(redis):

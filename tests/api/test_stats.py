@@ -28,20 +28,21 @@ def test_construction_is_one_pipeline(config, redis):
     calls = {name: stat["calls"] for name, stat in redis.info("commandstats").items()}
     calls.pop("cmdstat_info")
     calls.pop("cmdstat_config|resetstat")
-    assert calls == {"cmdstat_get": 3, "cmdstat_zcard": 3, "cmdstat_scard": 1, "cmdstat_lindex": 1}
+    assert calls == {"cmdstat_get": 4, "cmdstat_zcard": 3, "cmdstat_scard": 1, "cmdstat_lindex": 1}
 
 
 def test_snapshot_fields(config, redis):
     redis.set("stat:processed", 10)
     redis.set("stat:failed", 5)
     redis.set("stat:expired", 2)
+    redis.set("stat:rescheduled", 4)
     redis.zadd("schedule", {"a": 1.0, "b": 2.0})
     redis.zadd("retry", {"c": 1.0})
     redis.zadd("dead", {"d": 1.0, "e": 2.0, "f": 3.0})
     redis.sadd("processes", "host:1:abc")
     redis.lpush("queue:default", json.dumps({"class": "X", "args": [], "enqueued_at": int(time.time() * 1000) - 3000}))
     stats = Stats()
-    assert (stats.processed, stats.failed, stats.expired) == (10, 5, 2)
+    assert (stats.processed, stats.failed, stats.expired, stats.rescheduled) == (10, 5, 2, 4)
     assert (stats.scheduled_size, stats.retry_size, stats.dead_size, stats.processes_size) == (2, 1, 3, 1)
     assert 2.5 < stats.default_queue_latency < 6
     redis.set("stat:processed", 11)
@@ -51,7 +52,7 @@ def test_snapshot_fields(config, redis):
 
 def test_an_empty_server_reads_as_zeros(config):
     stats = Stats()
-    assert (stats.processed, stats.failed, stats.expired, stats.dead_size) == (0, 0, 0, 0)
+    assert (stats.processed, stats.failed, stats.expired, stats.rescheduled, stats.dead_size) == (0, 0, 0, 0, 0)
     assert stats.default_queue_latency == 0.0
     assert stats.enqueued == 0
     assert stats.workers_size == 0
@@ -90,15 +91,15 @@ def test_queue_summaries_are_largest_first_and_unpack(config, redis):
 
 
 def test_reset_sets_counters_to_zero(config, redis):
-    for name in ("processed", "failed", "expired"):
+    for name in ("processed", "failed", "expired", "rescheduled"):
         redis.set(f"stat:{name}", 7)
     assert Stats().reset("failed", "bogus") == ["failed"]
     assert redis.get("stat:failed") == b"0"
     assert redis.get("stat:processed") == b"7"
     assert Stats().reset(["processed"]) == ["processed"]
     assert redis.get("stat:processed") == b"0"
-    assert Stats().reset() == ["processed", "failed", "expired"]
-    assert redis.mget("stat:processed", "stat:failed", "stat:expired") == [b"0", b"0", b"0"]
+    assert Stats().reset() == ["processed", "failed", "expired", "rescheduled"]
+    assert redis.mget("stat:processed", "stat:failed", "stat:expired", "stat:rescheduled") == [b"0"] * 4
     assert Stats().reset("nothing") == []
 
 
@@ -107,10 +108,12 @@ def test_history_is_zero_filled_newest_first_in_utc(config, redis):
     redis.set("stat:processed:2026-11-28", 4)
     redis.set("stat:failed:2026-11-29", 1)
     redis.set("stat:expired:2026-11-30", 2)
+    redis.set("stat:rescheduled:2026-11-29", 3)
     history = Stats.History(3, date(2026, 11, 30))
     assert list(history.processed.items()) == [("2026-11-30", 10), ("2026-11-29", 0), ("2026-11-28", 4)]
     assert history.failed == {"2026-11-30": 0, "2026-11-29": 1, "2026-11-28": 0}
     assert history.expired == {"2026-11-30": 2, "2026-11-29": 0, "2026-11-28": 0}
+    assert history.rescheduled == {"2026-11-30": 0, "2026-11-29": 3, "2026-11-28": 0}
     late_evening_in_new_york = datetime.fromisoformat("2026-11-29T21:00:00-05:00")  # 02:00 UTC on the 30th
     assert History(1, late_evening_in_new_york).dates == ["2026-11-30"]
     assert History(1).dates == [datetime.now(UTC).date().isoformat()]

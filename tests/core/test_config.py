@@ -346,6 +346,22 @@ def test_queue_specs_round_trip():
     assert other.default_capsule.weights == config.default_capsule.weights
 
 
+@pytest.mark.parametrize(
+    ("concurrency", "entries", "description"),
+    [
+        (2, ["critical,3", "default"], "2 threads on queues critical (weight 3), default (weight 1)"),
+        (1, ["high", "low"], "1 thread on queues high, low, in this order"),
+        (5, ["a,2", "b,2"], "5 threads on queues a, b, in random order"),
+        (5, ["solo,4"], "5 threads on queue solo"),
+    ],
+)
+def test_a_capsule_describes_its_threads_and_queues_for_people(concurrency, entries, description):
+    capsule = wurk.Config().default_capsule
+    capsule.concurrency = concurrency
+    capsule.queues = entries
+    assert capsule.description == description
+
+
 def test_default_capsule_mode_is_strict():
     assert wurk.Config().default_capsule.mode == "strict"
 

@@ -129,6 +129,7 @@ def wurk_cli(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_cron_command_lists_pauses_unpauses_fires_and_enqueues(config, redis, redis_url):
     assert "no periodic loops registered" in wurk_cli(redis_url, "list").stdout
+    assert "no periodic loops registered" in wurk_cli(redis_url).stdout
     loop = Manager(config).register("0 4 * * *", "NightlyJob", queue="low", tz="America/Chicago")
     listed = wurk_cli(redis_url, "list")
     assert listed.returncode == 0, listed.stderr
@@ -148,6 +149,8 @@ def test_the_cron_command_lists_pauses_unpauses_fires_and_enqueues(config, redis
         "-",
         "active",
     ]
+
+    assert wurk_cli(redis_url).stdout == listed.stdout  # `wurk cron` alone lists them too
 
     assert wurk_cli(redis_url, "pause", loop.lid).stdout.strip() == f"paused {loop.lid}"
     [entry] = json.loads(wurk_cli(redis_url, "list", "--json").stdout)

@@ -8,6 +8,8 @@ clear text or push duplicates the caller meant to be dropped.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import wurk
@@ -88,20 +90,35 @@ def test_a_reserved_option_is_refused_on_every_push_path(coming, redis):
     assert redis.dbsize() == 0
 
 
-def test_options_of_a_disabled_plugin_name_the_distribution(without_features, redis):
+def test_options_of_a_disabled_plugin_name_the_plugin_and_its_distribution(without_features, redis):
     assert not without_features.plugins.is_enabled("unique")
     assert not without_features.plugins.is_enabled("crypto")
-    hint = "needs the {} plugin: is {} installed, and not disabled in WURK_DISABLE_PLUGINS"
-    with pytest.raises(UnknownOptionError, match=hint.format("wurk-crypto", "wurk-crypto")):
+    refused = (
+        "job option '{}' belongs to the '{}' plugin of {}, which is switched off by WURK_DISABLE_PLUGINS "
+        "or config['disabled_plugins']; switch the plugin on, or push the job without '{}'. Nothing was pushed"
+    )
+    with pytest.raises(UnknownOptionError) as crypto:
         Secret.perform_async("4111 1111 1111 1111")
-    with pytest.raises(UnknownOptionError, match=hint.format("wurk-unique", "wurk-unique")):
+    assert str(crypto.value) == f"job {Secret.__module__}.Secret: " + refused.format(
+        "encrypt", "crypto", "wurk-crypto", "encrypt"
+    )
+    with pytest.raises(
+        UnknownOptionError, match=re.escape(refused.format(*("unique_for", "unique", "wurk-unique"), "unique_for"))
+    ):
         Plain.set(unique_for=60).perform_async(1)
-    with pytest.raises(UnknownOptionError, match="'unique_until' needs the wurk-unique plugin"):
+    with pytest.raises(UnknownOptionError, match="'unique_until' belongs to the 'unique' plugin of wurk-unique"):
         Plain.set(unique_until="start").perform_bulk([[1], [2]])
     with testing.fake(), pytest.raises(UnknownOptionError, match="wurk-crypto"):
         Secret.perform_async("4111 1111 1111 1111")
     assert Secret.jobs == []
     assert redis.dbsize() == 0
+
+
+def test_a_feature_option_names_the_distribution_to_install_when_nothing_publishes_it():
+    """Wurk's own feature options, with their distribution not installed at
+    all (so no metadata to name a plugin): the hint says what to install."""
+    with pytest.raises(UnknownOptionError, match=re.escape("job option 'encrypt' needs the wurk-crypto plugin: is")):
+        OptionRegistry().check({"class": "Job", "encrypt": True})
 
 
 def test_the_same_job_without_the_option_is_pushed(without_features, redis):

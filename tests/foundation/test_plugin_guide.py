@@ -57,6 +57,15 @@ app.Broken.perform_async()
 app.Unaudited.perform_async()
 """
 
+SWITCHED_OFF = """
+try:
+    import app
+
+    app.Unaudited.perform_async()
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
 DASHBOARD = """
 import json
 import wurk
@@ -98,11 +107,11 @@ def author_env(tmp_path_factory) -> Path:
     return venv
 
 
-def run(author_env: Path, *args: str, cwd: Path, redis_url: str) -> str:
+def run(author_env: Path, *args: str, cwd: Path, redis_url: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         [str(author_env / "bin" / args[0]), *args[1:]],
         cwd=cwd,
-        env={"REDIS_URL": redis_url, "PATH": str(author_env / "bin"), "PYTHONPATH": str(cwd)},
+        env={"REDIS_URL": redis_url, "PATH": str(author_env / "bin"), "PYTHONPATH": str(cwd), **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
@@ -157,3 +166,19 @@ def test_the_example_plugin_works_from_a_clean_install_on_a_real_worker(author_e
     assert "<td>succeeded</td><td>2</td>" in page["html"]
     assert page["api"] == {"died": 1, "succeeded": 2}
     assert refused == "audit_keep must be a whole number >= 1, got 0 (a setting of wurk-audit)"
+
+    # Switched off, the plugin is not imported, and its job option is refused
+    # at enqueue, named from the installed metadata (its wurk.options group).
+    (tmp_path / "switched_off.py").write_text(textwrap.dedent(SWITCHED_OFF))
+    off = run(
+        author_env,
+        "python",
+        "switched_off.py",
+        cwd=tmp_path,
+        redis_url=redis_url,
+        env={"WURK_DISABLE_PLUGINS": "audit"},
+    )
+    assert off.startswith(
+        "UnknownOptionError job app.Unaudited: job option 'audit' belongs to the 'audit' plugin of wurk-audit, "
+        "which is switched off by WURK_DISABLE_PLUGINS"
+    )

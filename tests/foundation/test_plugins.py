@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
@@ -43,12 +44,20 @@ def install_dist(site: Path, name: str, module_source: str, entry_points: str, v
 
 
 def install_audit(site: Path) -> None:
-    """The plugin guide's example, laid out as an installed distribution."""
-    shutil.copytree(ROOT / "docs" / "examples" / "wurk-audit" / "src" / "wurk_audit", site / "wurk_audit")
+    """The plugin guide's example, laid out as an installed distribution, with
+    the entry points its ``pyproject.toml`` publishes."""
+    example = ROOT / "docs" / "examples" / "wurk-audit"
+    shutil.copytree(example / "src" / "wurk_audit", site / "wurk_audit")
     info = site / "wurk_audit-1.0.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: wurk-audit\nVersion: 1.0.0\n")
-    (info / "entry_points.txt").write_text("[wurk]\naudit = wurk_audit.plugin\n")
+    groups = tomllib.loads((example / "pyproject.toml").read_text())["project"]["entry-points"]
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items())
+            for group, points in groups.items()
+        )
+    )
 
 
 def test_all_feature_plugins_are_discovered_with_versions(monkeypatch):
@@ -219,8 +228,14 @@ def test_third_party_plugin_from_the_docs_is_discovered_through_its_entry_point(
 
     monkeypatch.setenv("WURK_DISABLE_PLUGINS", "audit")
     switched_off = wurk.Config()
+    switched_off.redis = config.redis
     assert not switched_off.plugins.is_enabled("audit")
     assert len(switched_off.client_middleware) == 0
+    # Its option is refused, as docs/plugins.md says, naming the plugin.
+    refused = "job option 'audit' belongs to the 'audit' plugin of wurk-audit, which is switched off by"
+    with pytest.raises(UnknownOptionError, match=refused):
+        wurk.Client(switched_off).push({"class": Audited, "args": [], "audit": False})
+    assert len(fresh.redis_pool.client.lrange("queue:default", 0, -1)) == 2  # nothing more was pushed
 
 
 def test_third_party_plugin_adds_a_cli_command(tmp_path, redis_url):

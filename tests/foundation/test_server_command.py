@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -14,13 +15,14 @@ import pytest
 import redis as redis_py
 
 from tests.helpers import ROOT, Subprocess, wait_for
+from tests.test_guide_examples import read_example
 from wurk.redis.servers import free_port
 
 WURK = str(Path(sys.executable).parent / "wurk")
 
 
-def start_server(port: int, data_dir: Path, log: Path) -> Subprocess:
-    return Subprocess([WURK, "server", "--port", str(port), "--dir", str(data_dir)], log=log)
+def start_server(port: int, data_dir: Path, log: Path, sigint: signal.Handlers | None = None) -> Subprocess:
+    return Subprocess([WURK, "server", "--port", str(port), "--dir", str(data_dir)], log=log, sigint=sigint)
 
 
 def ready(log: Path) -> bool:
@@ -43,7 +45,9 @@ def test_server_stops_on_ctrl_c_and_term_and_keeps_its_data(tmp_path):
     url = f"redis://127.0.0.1:{port}/0"
     data = tmp_path / "data"
 
-    first = start_server(port, data, tmp_path / "first.log")
+    # Started as a script's `wurk server &` starts it, with SIGINT ignored: it
+    # still stops on the Ctrl-C signal, which it handles itself.
+    first = start_server(port, data, tmp_path / "first.log", sigint=signal.SIG_IGN)
     try:
         wait_for(lambda: ready(tmp_path / "first.log"), timeout=30)
         client = redis_py.Redis.from_url(url)
@@ -120,12 +124,16 @@ def test_server_help_names_the_default_address_and_directory():
     assert re.search(r"--dir .*default: \.wurk", " ".join(result.stdout.split()))
 
 
-def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
+def test_demo_runs_a_real_worker_until_ctrl_c_even_started_in_the_background(tmp_path):
     log = tmp_path / "demo.log"
-    demo = Subprocess([WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6", "--seconds", "600"], log=log)
+    # No --seconds: it runs until stopped. SIGINT starts out ignored, as in a
+    # script's `wurk demo &`; the demo handles it itself all the same.
+    args = [WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6"]
+    demo = Subprocess(args, log=log, sigint=signal.SIG_IGN)
     try:
         match = wait_for(lambda: re.search(r"server: ready at (\S+)", log.read_text()), timeout=30)
         url = match.group(1)  # type: ignore[union-attr]
+        wait_for(lambda: "demo: running until you press Ctrl-C" in log.read_text(), timeout=30)
         client = redis_py.Redis.from_url(url)
 
         def all_run() -> bool:
@@ -135,6 +143,10 @@ def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
 
         wait_for(all_run, timeout=60)
         assert client.zcard("retry") == 1  # the sample that always fails
+        # Its one retry comes 15 to 25 s after it failed, past the 15 s the
+        # demo used to stop at: the demo is still there to run it, and it dies.
+        wait_for(lambda: client.zcard("dead") == 1, timeout=90, interval=0.5)
+        assert demo.proc.poll() is None
         client.close()
         demo.signal(signal.SIGINT)
         assert demo.wait(60) == 0
@@ -142,9 +154,46 @@ def test_demo_runs_a_real_worker_on_jobs_a_separate_client_enqueued(tmp_path):
         demo.stop()
     output = demo.output()
     assert "wurk -r wurk.cli.demo" in output
+    assert "demo: interrupted" in output
     assert "worker stopped: processed=" in output
     assert "server: stopped" in output
     assert not answers(url)
+
+
+def test_each_demo_starts_clean_and_seconds_bounds_it(tmp_path):
+    data = tmp_path / "data"
+    first_log = tmp_path / "first.log"
+    first = Subprocess([WURK, "demo", "--data-dir", str(data), "--jobs", "3"], log=first_log)
+    try:
+        match = wait_for(lambda: re.search(r"server: ready at (\S+)", first_log.read_text()), timeout=30)
+        client = redis_py.Redis.from_url(match.group(1))  # type: ignore[union-attr]
+        wait_for(lambda: int(client.get("stat:processed") or 0) >= 4, timeout=60)
+        client.set("left-by-the-first-demo", 1)
+        client.close()
+        first.signal(signal.SIGINT)
+        assert first.wait(60) == 0
+    finally:
+        first.stop()
+
+    second_log = tmp_path / "second.log"
+    second = Subprocess([WURK, "demo", "--data-dir", str(data), "--jobs", "3", "--seconds", "12"], log=second_log)
+    try:
+        match = wait_for(lambda: re.search(r"server: ready at (\S+)", second_log.read_text()), timeout=30)
+        client = redis_py.Redis.from_url(match.group(1))  # type: ignore[union-attr]
+        assert client.get("left-by-the-first-demo") is None
+        wait_for(lambda: int(client.get("stat:processed") or 0) >= 4, timeout=60)
+        # The second demo's counts are its own: 3 jobs and the failing one,
+        # perhaps the scheduled one, not the first demo's on top.
+        assert int(client.get("stat:processed") or 0) <= 5
+        assert (int(client.get("stat:failed") or 0), client.zcard("retry")) == (1, 1)
+        client.close()
+        assert second.wait(60) == 0  # stopped by itself after its 12 s
+    finally:
+        second.stop()
+    output = second.output()
+    assert "demo: running for 12 s (Ctrl-C stops it sooner)" in output
+    assert "demo: interrupted" not in output
+    assert "server: stopped" in output
 
 
 def test_demo_stopped_by_term_leaves_no_server_or_worker_behind(tmp_path):
@@ -164,18 +213,11 @@ def test_demo_stopped_by_term_leaves_no_server_or_worker_behind(tmp_path):
         os.kill(worker_pid, 0)  # stopped and reaped by the demo
 
 
-def readme_blocks(language: str) -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
-
-
 def test_the_readme_quickstart_runs_as_written_and_a_worker_start_enqueues_nothing(tmp_path):
-    for block in readme_blocks("py"):
-        name = re.match(r"# (\w+\.py)\n", block)
-        if name:
-            (tmp_path / name.group(1)).write_text(block, encoding="utf-8")
-    [terminals] = [block for block in readme_blocks("bash") if block.startswith("wurk server")]
-    server_cmd, worker_cmd, client_cmd = (line.split("#")[0].split() for line in terminals.splitlines())
+    quickstart = read_example(ROOT / "README.md")  # its files and commands, as tests/test_guide_examples.py reads them
+    for name, content in quickstart.files.items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    server_cmd, worker_cmd, client_cmd = (shlex.split(line, comments=True) for line in quickstart.commands)
     assert (server_cmd[:2], worker_cmd[0], client_cmd[0]) == (["wurk", "server"], "wurk", "python")
 
     port = free_port()

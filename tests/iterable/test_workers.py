@@ -6,7 +6,7 @@ import signal
 import time
 
 import wurk
-from tests.helpers import wait_for, wait_until_fetching_ended
+from tests.helpers import job_log, wait_for, wait_until_fetching_ended
 from tests.iterable.conftest import calls, events, seen
 from tests.iterable.iterable_app import (
     AsyncPatient,
@@ -91,6 +91,24 @@ def test_a_hundred_thousand_items_survive_two_terms_and_a_kill(workers, redis):
     assert not redis.exists(f"it-{jid}")
 
 
+def test_the_job_log_says_where_a_stopped_walk_was_interrupted_and_that_it_was_requeued(workers, redis):
+    jid = Walk.perform_async(ITEMS, 0.0001)
+    worker = workers.start("-c", "1")
+    wait_for(lambda: calls(redis) > 500, timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    saved = state(redis, jid)["c"]
+    assert redis.llen("queue:default") == 1
+    # The run did not end "done": it stopped where its next run starts.
+    assert job_log(worker.output(), jid) == ["start", f"interrupted at cursor {saved}, requeued"]
+
+    again = workers.start("-c", "1")
+    wait_for(lambda: "on_complete" in events(redis), timeout=60)
+    again.signal(signal.SIGTERM)
+    assert again.wait(30) == 0
+    assert job_log(again.output(), jid) == ["start", "done"]
+
+
 def test_an_external_cancel_stops_the_job_within_a_checkpoint_interval(workers, redis):
     jid = Endless.perform_async(0.002)
     worker = workers.start("-c", "1")
@@ -153,6 +171,7 @@ def test_a_job_raising_interrupted_itself_goes_back_and_resumes(workers, redis):
     assert worker.wait(30) == 0
     assert events(redis) == ["on_start", "in-long-iteration", "bailing-out", "on_stop"]
     assert state(redis, jid)["c"] == "0"  # the item it gave up on runs again
+    assert job_log(worker.output(), jid) == ["start", "interrupted at cursor 0, requeued"]
     assert redis.llen("queue:default") == 1
     again = workers.start("-c", "1")
     wait_for(lambda: "on_complete" in events(redis), timeout=30)
@@ -181,13 +200,14 @@ def test_an_iteration_outliving_the_shutdown_timeout_resumes_from_the_last_check
 
 
 def test_an_async_job_sees_its_worker_stopping_too(workers, redis):
-    AsyncPatient.perform_async()
+    jid = AsyncPatient.perform_async()
     worker = workers.start("-c", "1")
     wait_for(lambda: "async-started" in events(redis), timeout=30)
     worker.signal(signal.SIGTERM)
     assert worker.wait(30) == 0
     assert events(redis) == ["async-started", "async-saw-stop"]
     assert redis.llen("queue:default") == 1  # given back by the Interrupted it raised
+    assert job_log(worker.output(), jid) == ["start", "interrupted, requeued"]  # no cursor: not an iterable job
 
 
 def test_an_iterable_job_walks_on_its_thread_while_an_async_job_awaits_on_the_loop(workers, redis):

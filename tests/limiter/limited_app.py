@@ -60,6 +60,16 @@ class Throttled(wurk.Job, queue="crawl"):
             client().rpush("performed", self.jid)
 
 
+class Paced(wurk.Job, queue="crawl"):
+    """Over its limit at every run, put back a second later each time: the
+    job log names the limiter and the delay; dead at the third run."""
+
+    def perform(self) -> None:
+        full = Limiter.window("always-full", 1, 3600, wait_timeout=0, reschedule=3, backoff=1)
+        with full.within_limit():
+            client().rpush("performed", self.jid)
+
+
 class Steady(wurk.Job):
     """Runs within a roomy limiter: succeeds."""
 

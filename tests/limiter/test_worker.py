@@ -9,8 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers import WorkerPool, wait_for
-from tests.limiter.limited_app import ASYNC_SEATS, SAT_WITH, AsyncSeated, AsyncThrottled, Steady, Throttled
+from tests.helpers import WorkerPool, job_log, wait_for
+from tests.limiter.limited_app import ASYNC_SEATS, SAT_WITH, AsyncSeated, AsyncThrottled, Paced, Steady, Throttled
+from wurk.api import Stats
 from wurk_limiter import Limiter
 
 
@@ -86,6 +87,46 @@ def test_an_async_job_over_its_limit_is_rescheduled_then_dead_at_the_cap(workers
     assert redis.zcard("retry") == 0  # no run was booked as a failure
     assert redis.zcard("schedule") == 0
     assert int(redis.get("stat:failed") or 0) == 0
+
+
+def test_the_job_log_says_a_run_was_rescheduled_and_stats_count_it_apart(workers, redis):
+    with Limiter.window("always-full", 1, 3600).within_limit():
+        pass  # the one admission it has in an hour, spent
+    paced = Paced.perform_async()
+    throttled = AsyncThrottled.perform_async()
+    steady = Steady.perform_async()
+    worker = workers.start("-c", "2", "-q", "crawl", "-q", "default")
+    wait_for(lambda: redis.llen("deaths") == 2, timeout=60)
+    wait_for(lambda: redis.lrange("performed", 0, -1) == [steady.encode()], timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0  # its last flush of the counters is done
+    log = worker.output()
+
+    rescheduled, dead = "rescheduled by limiter always-full in {} s", "rate limited 3 times by limiter always-full"
+    assert job_log(log, paced) == [
+        "start",
+        rescheduled.format(1),  # the limiter's backoff
+        "start",
+        rescheduled.format(1),
+        "start",
+        f"{dead}, moved to the dead set",
+    ]
+    assert job_log(log, throttled) == [  # async def perform: the same lines
+        "start",
+        rescheduled.format(0),
+        "start",
+        rescheduled.format(0),
+        "start",
+        f"{dead}, moved to the dead set",
+    ]
+    assert job_log(log, steady) == ["start", "done"]
+
+    # Four runs were put back: not processed, counted apart. The two deaths
+    # at the cap and the success ended, so they are processed.
+    stats = Stats()
+    assert (stats.processed, stats.failed, stats.rescheduled) == (3, 0, 4)
+    today = Stats.History(1)
+    assert (list(today.processed.values()), list(today.rescheduled.values())) == ([3], [4])
 
 
 def test_a_concurrent_limiter_holds_as_many_async_jobs_as_its_size_never_more(workers, redis):

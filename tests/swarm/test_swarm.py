@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 import redis as redis_py
 
-from tests.helpers import ROOT, wait_for, wait_for_beats
+from tests.helpers import ROOT, WITH_SIGINT, wait_for, wait_for_beats
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,7 +44,10 @@ FAST = {"SWARM_HEARTBEAT": "0.5", "SWARM_SCHEDULER_POLL": "0.5", "SWARM_FETCH_PO
 class Swarm:
     """One ``wurkswarm`` parent, its log, and the evidence its children's jobs leave."""
 
-    def __init__(self, tmp: Path, redis_url: str, args: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, tmp: Path, redis_url: str, args: list[str], env: dict[str, str], sigint: signal.Handlers | None = None
+    ) -> None:
+        """``sigint``: how the parent starts out treating SIGINT (see :class:`tests.helpers.Subprocess`)."""
         self.log = tmp / "swarm.log"
         self.evidence = tmp / "evidence.jsonl"
         full_env = {
@@ -55,9 +58,12 @@ class Swarm:
             "SWARM_EVIDENCE": str(self.evidence),
             **env,
         }
+        command = [sys.executable, "-m", "wurk_swarm", "-r", APP, *args]
+        if sigint is not None:
+            command = [sys.executable, "-c", WITH_SIGINT, sigint.name, *command]
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "wurk_swarm", "-r", APP, *args],
+                command,
                 env=full_env,
                 cwd=ROOT,
                 stdout=out,
@@ -103,10 +109,10 @@ class Swarm:
 def swarms(redis_url: str, tmp_path: Path) -> Iterator[Any]:
     started: list[Swarm] = []
 
-    def start(*args: str, **env: str) -> Swarm:
+    def start(*args: str, sigint: signal.Handlers | None = None, **env: str) -> Swarm:
         folder = tmp_path / f"swarm-{len(started)}"
         folder.mkdir()
-        swarm = Swarm(folder, env.pop("redis_url", redis_url), list(args), env)
+        swarm = Swarm(folder, env.pop("redis_url", redis_url), list(args), env, sigint)
         started.append(swarm)
         return swarm
 
@@ -265,6 +271,19 @@ def test_term_drains_every_child_within_timeout_plus_grace_and_exits_0(swarms, r
     assert redis.scard("processes") == 0
 
 
+def test_int_stops_a_swarm_started_with_sigint_ignored(swarms, redis):
+    # A script's `wurkswarm ... &` starts it with SIGINT ignored; the parent
+    # handles INT itself, so Ctrl-C's signal still drains and stops the swarm.
+    swarm = swarms("-c", "1", "-t", "1", WURK_COUNT="1", sigint=signal.SIG_IGN)
+    pids = wait_for(lambda: len(live_pids(redis)) == 1 and live_pids(redis), timeout=30)
+    assert isinstance(pids, set)
+    swarm.signal(signal.SIGINT)
+    assert swarm.wait(1 + 5 + 2) == 0
+    assert "swarm: received INT; stopping 1 child (KILL after" in swarm.text()  # not "1 children"
+    assert not [pid for pid in pids if running(pid)]
+    assert redis.scard("processes") == 0
+
+
 def test_a_child_that_cannot_act_on_term_is_killed_at_the_deadline_and_the_parent_still_exits_0(swarms, redis):
     swarm = swarms("-c", "1", "-t", "1", WURK_COUNT="2")
     pids = wait_for(lambda: len(live_pids(redis)) == 2 and live_pids(redis), timeout=30)
@@ -336,7 +355,7 @@ def test_usr2_is_relayed_so_every_process_reopens_its_log(swarms, redis, tmp_pat
     log = tmp_path / "rotated.log"
     swarm = swarms("-c", "1", "-t", "2", WURK_COUNT="2", SWARM_LOG=str(log))
     wait_for(lambda: len(live_pids(redis)) == 2, timeout=30)
-    wait_for(lambda: log.exists() and log.read_text().count("starting 1 threads") == 2, timeout=10)
+    wait_for(lambda: log.exists() and log.read_text().count("starting 1 thread on") == 2, timeout=10)
     log.rename(tmp_path / "rotated.log.1")  # what logrotate does
     swarm.signal(signal.SIGUSR2)
     wait_for(log.exists, timeout=10)  # the parent reopened at once

@@ -54,7 +54,8 @@ def test_pause_unpause_and_clear_change_redis_as_the_data_api_does(config, redis
     assert redis.smembers(keys.PAUSED) == {b"default"}
     assert web.post("/api/queues/default/unpause", json={}).status_code == 200
     assert redis.smembers(keys.PAUSED) == set()
-    assert web.post("/api/queues/default/clear", json={}).json()["cleared"] == 1
+    cleared = web.post("/api/queues/default/clear", json={}).json()
+    assert (cleared["cleared"], cleared["message"]) == (1, "Cleared default: deleted 1 job.")
     assert not redis.exists(keys.queue("default"))
     assert not redis.sismember(keys.QUEUES, "default")
 
@@ -70,7 +71,9 @@ def test_a_queue_pages_newest_first_and_deletes_by_jid(config, redis, web):
     last = web.get("/api/queues/default", params={"limit": 2, "cursor": "4"}).json()
     assert last["cursor"] is None
     deleted = web.post("/api/queues/default/delete", json={"jids": [jids[0], jids[3]]}).json()
-    assert deleted["deleted"] == 2
+    assert (deleted["deleted"], deleted["message"]) == (2, "Deleted 2 jobs from default.")
+    again = web.post("/api/queues/default/delete", json={"jids": [jids[0]]}).json()
+    assert again["message"] == "Deleted 0 jobs from default; 1 was gone already."
     left = [json.loads(raw)["jid"] for raw in redis.lrange(keys.queue("default"), 0, -1)]
     assert left == [jids[4], jids[2], jids[1]]
     assert web.post("/api/queues/default/delete", json={"jids": []}).status_code == 400
@@ -121,7 +124,9 @@ def test_busy_lists_processes_and_running_jobs_and_signals_them(config, redis, w
     (job,) = data["jobs"]
     assert (job["class"], job["process"], job["jid"]) == ("app.jobs.Slow", "box:42:abc", jid_of(9))
     assert data["time"] - job["run_at"] >= 5
-    assert web.post("/api/processes/quiet", json={"identity": "box:42:abc"}).status_code == 200
+    quieted = web.post("/api/processes/quiet", json={"identity": "box:42:abc"})
+    assert quieted.status_code == 200
+    assert quieted.json()["message"] == "Asked box:42:abc to stop fetching jobs; it acts on its next heartbeat."
     assert web.post("/api/processes/stop", json={"identity": "box:42:abc"}).status_code == 200
     assert redis.lrange(keys.process_signals("box:42:abc"), 0, -1) == [b"TERM", b"TSTP"]
     assert web.post("/api/processes/stop", json={"identity": "gone:1:x"}).status_code == 404

@@ -43,10 +43,14 @@ def test_wurk_web_serves_the_dashboard_on_the_redis_url(tmp_path, redis_url, red
     redis.set("stat:processed", 12)
     port = free_port()
     log = tmp_path / "web.log"
-    web = Subprocess([WURK, "web", "--port", str(port), "--read-only"], log=log, env={"REDIS_URL": redis_url})
+    # SIGINT ignored at start, as a script's `wurk web &` has it: Ctrl-C's signal still stops it.
+    web = Subprocess(
+        [WURK, "web", "--port", str(port), "--read-only"], log=log, env={"REDIS_URL": redis_url}, sigint=signal.SIG_IGN
+    )
     try:
         wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
         assert httpx.get(f"http://127.0.0.1:{port}/api/stats").json()["processed"] == 12
+        assert httpx.get(f"http://127.0.0.1:{port}/favicon.ico").status_code == 200  # not a 404 in the log
         refused = httpx.post(f"http://127.0.0.1:{port}/api/queues/default/pause", json={})
         assert refused.status_code == 403
         web.signal(signal.SIGINT)
@@ -58,8 +62,8 @@ def test_wurk_web_serves_the_dashboard_on_the_redis_url(tmp_path, redis_url, red
 
 def test_the_demo_prints_the_dashboard_url_and_the_dashboard_shows_its_jobs(tmp_path):
     log = tmp_path / "demo.log"
-    args = [WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6", "--seconds", "600"]
-    demo = Subprocess([*args, "--web-port", str(free_port())], log=log)
+    args = [WURK, "demo", "--data-dir", str(tmp_path / "data"), "--jobs", "6", "--web-port", str(free_port())]
+    demo = Subprocess(args, log=log, sigint=signal.SIG_IGN)
     try:
         match = wait_for(lambda: re.search(r"dashboard: (http://\S+)", log.read_text()), timeout=30)
         url = match.group(1)  # type: ignore[union-attr]

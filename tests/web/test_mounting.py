@@ -25,6 +25,12 @@ def check_mounted(client, redis, own_page: str) -> None:
     assert page.status_code == 200
     assert '<base href="/wurk/">' in page.text  # links and API calls stay under the mount
     assert client.get("/wurk/static/wurk/app.js").status_code == 200
+    # The icon every page links, and the one a browser asks for by default, both under the mount: no 404s.
+    assert '<link rel="icon" href="static/wurk/favicon.svg"' in page.text
+    for icon in ("/wurk/static/wurk/favicon.svg", "/wurk/favicon.ico"):
+        answer = client.get(icon)
+        assert (answer.status_code, answer.headers["content-type"]) == (200, "image/svg+xml"), icon
+        assert answer.content.startswith(b"<svg ")
     assert client.get("/wurk/api/queues").json() == {"queues": []}
     assert client.post("/wurk/api/queues/mail/pause", json={}).status_code == 200
     assert redis.smembers(keys.PAUSED) == {b"mail"}

@@ -87,20 +87,24 @@ def test_retry_selected_enqueues_with_one_attempt_given_back(config, redis, web)
     chosen = entry_ids(web, "retries")
     answer = web.post("/api/sets/retries/retry", json={"ids": [chosen[jid_of(0)], chosen[jid_of(2)]]}).json()
     assert (answer["done"], answer["missing"]) == (2, 0)
+    assert answer["message"] == "Retried 2 jobs."  # what the page says once the action is done
     assert redis.zcard(keys.RETRY) == 1
     queued = [json.loads(raw) for raw in redis.lrange(keys.queue("default"), 0, -1)]
     assert sorted(job["jid"] for job in queued) == [jid_of(0), jid_of(2)]
     assert {job["retry_count"] for job in queued} == {1}
     again = web.post("/api/sets/retries/retry", json={"ids": [chosen[jid_of(0)]]}).json()
     assert (again["done"], again["missing"]) == (0, 1)
+    assert again["message"] == "Retried 0 jobs; 1 was gone already."
 
 
 def test_kill_moves_retries_to_dead_and_delete_removes(config, redis, web):
     fill(RetrySet(), 3)
     chosen = entry_ids(web, "retries")
-    assert web.post("/api/sets/retries/kill", json={"ids": [chosen[jid_of(1)]]}).json()["done"] == 1
+    killed = web.post("/api/sets/retries/kill", json={"ids": [chosen[jid_of(1)]]}).json()
+    assert (killed["done"], killed["message"]) == (1, "Moved 1 job to the dead set.")
     assert [json.loads(raw)["jid"] for raw in redis.zrange(keys.DEAD, 0, -1)] == [jid_of(1)]
-    assert web.post("/api/sets/retries/delete", json={"ids": [chosen[jid_of(2)]]}).json()["done"] == 1
+    deleted = web.post("/api/sets/retries/delete", json={"ids": [chosen[jid_of(2)]]}).json()
+    assert (deleted["done"], deleted["message"]) == (1, "Deleted 1 job.")
     assert [json.loads(raw)["jid"] for raw in redis.zrange(keys.RETRY, 0, -1)] == [jid_of(0)]
 
 
@@ -116,21 +120,21 @@ def test_scheduled_add_to_queue_keeps_the_payload(config, redis, web):
 
 
 @pytest.mark.parametrize(
-    ("kind", "action", "key", "left", "queued"),
+    ("kind", "action", "key", "left", "queued", "message"),
     [
-        ("retries", "retry", keys.RETRY, 0, 4),
-        ("retries", "kill", keys.RETRY, 0, 0),
-        ("dead", "retry", keys.DEAD, 0, 4),
-        ("dead", "delete", keys.DEAD, 0, 0),
-        ("scheduled", "delete", keys.SCHEDULE, 0, 0),
-        ("scheduled", "add_to_queue", keys.SCHEDULE, 0, 4),
+        ("retries", "retry", keys.RETRY, 0, 4, "Retried 4 jobs."),
+        ("retries", "kill", keys.RETRY, 0, 0, "Moved 4 jobs to the dead set."),
+        ("dead", "retry", keys.DEAD, 0, 4, "Retried 4 jobs."),
+        ("dead", "delete", keys.DEAD, 0, 0, "Deleted 4 jobs."),
+        ("scheduled", "delete", keys.SCHEDULE, 0, 0, "Deleted 4 jobs."),
+        ("scheduled", "add_to_queue", keys.SCHEDULE, 0, 4, "Added 4 jobs to their queues."),
     ],
 )
-def test_whole_set_actions(config, redis, web, kind, action, key, left, queued):
+def test_whole_set_actions(config, redis, web, kind, action, key, left, queued, message):
     holder = {"retries": RetrySet, "dead": DeadSet, "scheduled": ScheduledSet}[kind]()
     fill(holder, 4)
     answer = web.post(f"/api/sets/{kind}/{action}/all", json={}).json()
-    assert answer["done"] == 4
+    assert (answer["done"], answer["message"]) == (4, message)
     assert redis.zcard(key) == left
     assert redis.llen(keys.queue("default")) == queued
     if action == "kill":
@@ -143,6 +147,7 @@ def test_a_payload_that_is_not_json_is_refused_for_retry_but_deleted(config, red
     assert entry["valid"] is False
     refused = web.post("/api/sets/dead/retry", json={"ids": [entry["id"]]}).json()
     assert (refused["done"], refused["refused"]) == (0, 1)
+    assert refused["message"] == "Retried 0 jobs; 1 entry is not a JSON job and stays."
     assert redis.zcard(keys.DEAD) == 1
     assert web.post("/api/sets/dead/delete", json={"ids": [entry["id"]]}).json()["done"] == 1
     assert redis.zcard(keys.DEAD) == 0
@@ -157,6 +162,7 @@ def test_add_all_to_queue_keeps_each_payload_and_leaves_what_is_not_a_job(config
     redis.zadd(keys.SCHEDULE, {b"not json": BASE})
     answer = web.post("/api/sets/scheduled/add_to_queue/all", json={}).json()
     assert (answer["done"], answer["refused"]) == (60, 1)
+    assert answer["message"] == "Added 60 jobs to their queues; 1 entry is not a JSON job and stays."
     assert redis.zrange(keys.SCHEDULE, 0, -1) == [b"not json"]
     queued = [json.loads(raw) for raw in redis.lrange(keys.queue("mail"), 0, -1)]
     assert sorted(job["jid"] for job in queued) == [jid_of(n) for n in range(60)]

@@ -3,6 +3,7 @@ own, each a subprocess on a free port with its output in a log file."""
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
@@ -40,10 +41,12 @@ def serving(
     cwd: Path = EXAMPLES,
     ready: str = "/pid",
     program: str = sys.executable,
+    sigint: signal.Handlers | None = None,
 ) -> Iterator[WebServer]:
     """Run ``program`` with ``command`` (a server listening on ``port``, Python
-    by default) until it answers ``ready`` with a 200."""
-    process = Subprocess([program, *command], env=env, cwd=cwd, log=log)
+    by default) until it answers ``ready`` with a 200; ``sigint`` as for
+    :class:`~tests.helpers.Subprocess`."""
+    process = Subprocess([program, *command], env=env, cwd=cwd, log=log, sigint=sigint)
     server = WebServer(process, f"http://127.0.0.1:{port}", log)
 
     def answers() -> bool:

@@ -98,7 +98,10 @@ def test_an_app_preloaded_in_gunicorns_master_refuses_once_there_and_still_enque
 def test_flasks_own_server_runs_the_jobs_in_its_own_process_and_drains_at_exit(env, redis, tmp_path):
     port = free_port()
     command = ["-m", "flask", "--app", "flask_app", "run", "--port", str(port)]
-    with serving(command, port, tmp_path / "flask.log", {**env, "WURK_EMBEDDED": "1"}) as server:
+    # A developer's Ctrl-C in a terminal, where SIGINT has its default action
+    # (even when the suite runs with it ignored): Flask's server is the host
+    # and keeps its own signal handling, which the embedded worker leaves alone.
+    with serving(command, port, tmp_path / "flask.log", {**env, "WURK_EMBEDDED": "1"}, sigint=signal.SIG_DFL) as server:
         pid = server.http.get("/pid").json()["pid"]
         placed = server.http.post("/orders", data={"item": "book"}).json()
         wait_for(lambda: receipts(tmp_path / "orders.db"), timeout=30)

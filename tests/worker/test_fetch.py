@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -147,14 +148,14 @@ def blocked_waiters(redis) -> int:
 
 
 def test_a_waiters_claim_keeps_the_books_until_its_job_is_given_back(fetcher_for, redis):
-    fetcher = fetcher_for("default")
+    fetcher = fetcher_for("default", "other")  # two queues: waiters block for the threads
     assert fetcher.retrieve_work() is None  # every queue empty: the waiters start
     assert fetcher.ledger.empty
     idle_threads(fetcher, 1)
     with fetcher.ledger.lock:
         fetcher.ledger.wake.notify_all()
-    wait_for(lambda: blocked_waiters(redis) == 1, timeout=30)
-    assert (fetcher.ledger.held, fetcher.ledger.in_flight) == (1, 1)  # its room is reserved
+    wait_for(lambda: blocked_waiters(redis) == 2, timeout=30)
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight) == (2, 2)  # their room is reserved
     books(fetcher)
     push(redis, "default", "waited")
     wait_for(lambda: fetcher.ledger.local, timeout=30)
@@ -178,7 +179,7 @@ def evalsha_calls(redis):
 
 
 def test_a_waiters_claim_checks_suspects_in_a_second_round_trip_only_while_there_are_any(fetcher_for, redis):
-    fetcher = fetcher_for("default", concurrency=2)
+    fetcher = fetcher_for("default", "other", concurrency=2)
     running = f"super_fetch:running:{fetcher.identity.identity}"
     assert fetcher.retrieve_work() is None  # every queue empty: the waiters start
 
@@ -434,3 +435,89 @@ def test_a_long_block_window_widens_the_fetch_pools_read_timeout(config, redis):
         assert time.monotonic() - started >= 3.5
     finally:
         fetcher.requeue_all()  # the waiters end before the pools close under them
+
+
+def in_thread(function):
+    """Run ``function`` in a thread of its own (a processor thread); its
+    result or exception lands in the returned dict once the thread ends."""
+    outcome: dict[str, object] = {}
+
+    def run():
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the test, which re-raises it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    outcome["thread"] = thread
+    return outcome
+
+
+def long_poll(fetcher, seconds=10.0):
+    """A poll interval long enough that an early return is the test's point."""
+    fetcher.poll_interval = fetcher.waiters.poll_interval = seconds
+
+
+def test_with_one_queue_an_idle_thread_blocks_on_it_and_runs_what_it_claims_itself(fetcher_for, redis):
+    fetcher = fetcher_for("default")
+    long_poll(fetcher)
+    push(redis, "default", "first")
+    fetched(fetcher)  # a claim that found jobs
+    call = in_thread(fetcher.retrieve_work)  # the queue is empty now: this thread blocks on it
+    wait_for(lambda: blocked_waiters(redis) == 1, timeout=30)
+    assert fetcher.waiters.threads == []  # no waiter stands between the push and the thread
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight, fetcher.ledger.blocking) == (1, 1, 1)
+    books(fetcher)
+    before = evalsha_calls(redis)
+    push(redis, "default", "second")
+    call["thread"].join(10)
+    uow = call["value"]
+    assert jid_of(uow) == "second"
+    assert evalsha_calls(redis) == before  # no suspects: the BLMOVE's round trip was the whole claim
+    assert fetcher.ledger.running == {uow}
+    assert not fetcher.ledger.local
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight, fetcher.ledger.blocking) == (1, 0, 0)
+    assert redis.lrange(uow.private, 0, -1) == [uow.job.encode()]
+    books(fetcher)
+    uow.acknowledge()
+    fetcher.flush_acks()
+    assert redis.llen(uow.private) == 0
+    books(fetcher)
+
+
+def test_a_quiet_unblocks_a_thread_blocked_in_its_own_claim_at_once(fetcher_for, redis):
+    fetcher = fetcher_for("default")
+    long_poll(fetcher)
+    call = in_thread(fetcher.retrieve_work)
+    wait_for(lambda: blocked_waiters(redis) == 1, timeout=30)
+    started = time.monotonic()
+    fetcher.quiet()
+    call["thread"].join(10)
+    assert "error" not in call
+    assert call["value"] is None
+    assert time.monotonic() - started < 5  # unblocked, not timed out
+    assert (fetcher.ledger.held, fetcher.ledger.in_flight, fetcher.ledger.blocking) == (0, 0, 0)
+    books(fetcher)
+    push(redis, "default", "later")
+    time.sleep(0.3)
+    assert redis.llen("queue:default") == 1  # nothing claims after a quiet
+
+
+def test_a_threads_own_claim_of_a_suspect_marks_it_running(fetcher_for, redis):
+    fetcher = fetcher_for("default")
+    long_poll(fetcher)
+    running = f"super_fetch:running:{fetcher.identity.identity}"
+    redis.sadd("super_fetch:suspects", "once")  # a crash recovered "once"
+    redis.set("super_fetch:recovered:once", 1)
+    call = in_thread(fetcher.retrieve_work)
+    wait_for(lambda: blocked_waiters(redis) == 1, timeout=30)
+    push(redis, "default", "once")
+    call["thread"].join(10)
+    uow = call["value"]
+    assert (jid_of(uow), uow.suspect) == ("once", "once")
+    assert redis.smembers(running) == {b"once"}  # marked while it runs
+    books(fetcher)
+    uow.acknowledge()
+    books(fetcher)
+    assert redis.smembers(running) == set()

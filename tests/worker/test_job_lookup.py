@@ -132,6 +132,24 @@ def test_an_unknown_job_carries_the_import_error_and_says_what_to_fix(config, pr
     assert isinstance(absent.value.__cause__, ModuleNotFoundError)
 
 
+def test_a_misspelt_job_name_says_which_known_job_it_is_close_to(config):
+    function_job = f"{__name__}.lookup_function_job"
+    with pytest.raises(UnknownJobError) as caught:
+        config.jobs.resolve(f"{__name__}.lookup_functon_job")
+    assert f"(did you mean {function_job!r}?)" in str(caught.value)
+    assert "nothing was imported" in str(caught.value)  # and still why it is unknown
+    config.jobs.register("HardJob", Renamed)
+    with pytest.raises(UnknownJobError, match=r"^no job named 'HardJb' \(did you mean 'HardJob'\?\): "):
+        config.jobs.resolve("HardJb")
+    # The right class under a shortened module path.
+    with pytest.raises(UnknownJobError, match=f"did you mean {function_job!r}"):
+        config.jobs.resolve("jobs.lookup_function_job")
+    # Nothing near: no guess.
+    with pytest.raises(UnknownJobError) as unrelated:
+        config.jobs.resolve("billing.jobs.ChargeCustomerCard")
+    assert "did you mean" not in str(unrelated.value)
+
+
 def test_boot_allows_the_app_package_and_checked_job_packages(config, probes):
     config["require"] = "tests.worker.lookup_app"
     config["job_packages"] = ["lkp_allowed.jobs"]
@@ -198,6 +216,17 @@ def test_a_payload_cannot_make_a_worker_import_a_module(lookup_workers, redis, t
         assert "nothing was imported" in entries[name]["error_message"]
         assert "imports only from tests" in entries[name]["error_message"]
     assert "not a wurk.Job subclass" in entries["tests.worker.lookup_app.DuckJob"]["error_message"]
+    worker.stop()
+
+
+def test_a_worker_names_the_job_a_misspelt_class_was_meant_to_be(lookup_workers, redis):
+    # Enqueueing takes any name (another process may define it); the worker's error says which was meant.
+    wurk.Client().push({"class": "tests.worker.lookup_app.Moduls", "args": []})
+    worker = lookup_workers.start("-c", "1")
+    wait_for(lambda: redis.zcard("retry") == 1, timeout=30)
+    failed = retry_entries(redis)["tests.worker.lookup_app.Moduls"]
+    assert failed["error_class"] == "wurk.client.registry.UnknownJobError"
+    assert "(did you mean 'tests.worker.lookup_app.Modules'?)" in failed["error_message"]
     worker.stop()
 
 

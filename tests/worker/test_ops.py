@@ -58,10 +58,12 @@ def test_one_job_by_jid(config, redis):
 def test_whole_sets(config, redis):
     for n in range(3):
         wurk.api.RetrySet().schedule(time.time() + 60, {"class": "X", "args": [n], "jid": f"{n:024d}", "queue": "q"})
-    assert "3 job(s) moved from retry to the dead set" in run(config, "kill-all", "retry", "--yes").output
+    assert "3 jobs moved from retry to the dead set" in run(config, "kill-all", "retry", "--yes").output
     assert redis.zcard("dead") == 3
-    assert "3 job(s) moved from dead to their queues" in run(config, "retry-all", "dead").output
+    assert "3 jobs moved from dead to their queues" in run(config, "retry-all", "dead").output
     assert redis.llen("queue:q") == 3
+    wurk.api.RetrySet().schedule(time.time() + 60, {"class": "X", "args": [9], "jid": f"{9:024d}", "queue": "q"})
+    assert "1 job moved from retry to their queues" in run(config, "retry-all", "retry").output  # not "1 jobs"
 
 
 def test_processes_quiet_and_stop(workers, config, redis):
@@ -116,10 +118,10 @@ def test_kill_all_without_a_terminal_refuses_unless_told_yes(config, redis):
     schedule_retries(2)
     refused = run(config, "kill-all", "retry")  # CliRunner's stdin is not a terminal, as in cron
     assert refused.exit_code == 1
-    assert "Move all 2 job(s) in retry to the dead set? Not confirmed" in refused.output
+    assert "Move all 2 jobs in retry to the dead set? Not confirmed" in refused.output
     assert "--yes" in refused.output
     assert (redis.zcard("retry"), redis.zcard("dead")) == (2, 0)
-    assert "2 job(s) moved" in run(config, "kill-all", "retry", "-y").output
+    assert "2 jobs moved" in run(config, "kill-all", "retry", "-y").output
     assert (redis.zcard("retry"), redis.zcard("dead")) == (0, 2)
     assert run(config, "kill-all", "retry").output == "no jobs in retry\n"
 
@@ -164,10 +166,10 @@ def ask_on_a_terminal(redis_url, answer):
 def test_kill_all_on_a_terminal_asks_first(config, redis, redis_url):
     schedule_retries(3)
     code, said = ask_on_a_terminal(redis_url, b"n")
-    assert "Move all 3 job(s) in retry to the dead set? [y/N]" in said
+    assert "Move all 3 jobs in retry to the dead set? [y/N]" in said
     assert code == 1
     assert redis.zcard("retry") == 3
     code, said = ask_on_a_terminal(redis_url, b"y")
     assert code == 0
-    assert "3 job(s) moved from retry to the dead set" in said
+    assert "3 jobs moved from retry to the dead set" in said
     assert (redis.zcard("retry"), redis.zcard("dead")) == (0, 3)

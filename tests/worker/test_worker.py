@@ -35,6 +35,30 @@ def test_five_thousand_jobs_each_run_exactly_once(workers, redis):
     assert redis.smembers("processes") == set()
 
 
+def test_the_start_line_shows_queues_by_weight_before_the_first_job_runs(workers, redis):
+    Record.perform_async(1)  # waiting already: the worker's first fetch takes it
+    worker = workers.start("-c", "2", "-q", "critical,3", "-q", "default")
+    wait_for(lambda: redis.hlen("executions") == 1, timeout=30)
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    lines = worker.output().splitlines()
+    (start,) = [n for n, line in enumerate(lines) if " starting " in line]
+    assert lines[start].endswith(" starting 2 threads on queues critical (weight 3), default (weight 1)")
+    first_job = next(n for n, line in enumerate(lines) if "class=tests.worker.worker_app.Record" in line)
+    assert start < first_job
+
+
+def test_ctrl_c_stops_a_worker_started_with_sigint_ignored(workers, redis):
+    # A script's `wurk ... &` starts the worker with SIGINT ignored; the worker
+    # handles it itself, so Ctrl-C's signal (or a supervisor's INT) still stops it.
+    worker = workers.start("-c", "1", sigint=signal.SIG_IGN)
+    wait_for(lambda: redis.scard("processes") == 1, timeout=30)
+    worker.signal(signal.SIGINT)
+    assert worker.wait(30) == 0
+    assert "received INT, shutting down" in worker.output()
+    assert redis.smembers("processes") == set()
+
+
 def test_sigkill_mid_run_loses_nothing(workers, redis):
     for n in range(6):
         Slow.perform_async(n, 1.5)

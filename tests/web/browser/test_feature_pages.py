@@ -107,6 +107,7 @@ def test_batches_list_detail_and_family(site, redis):
 def test_limiters_usage_and_reset(site, redis):
     page, url, _made = site
     ready(page, "/limiters", url)
+    assert page.get_by_text("3 limiters registered").count() == 1
     row = page.get_by_role("row", name="partner-api")
     assert "exhausted" in row.inner_text()
     assert "immediate 1" in page.get_by_role("row", name="legacy-db").inner_text()
@@ -128,6 +129,7 @@ def test_limiters_usage_and_reset(site, redis):
 def test_cron_pause_enqueue_and_history(site, redis):
     page, url, made = site
     ready(page, "/cron", url)
+    assert page.get_by_text("2 periodic jobs").count() == 1
     assert f"app.jobs.{XSS}" in page.inner_text("main")
     assert page.evaluate("() => window.__pwned") is None
     shot(page, "cron")

@@ -115,9 +115,11 @@ def test_queues_pause_and_delete_a_job(site, redis):
     shot(page, "queues")
     page.get_by_role("row", name="mail").get_by_role("button", name="Pause").click()
     page.wait_for_selector("text=paused")
+    assert page.get_by_role("status").inner_text() == "Paused mail: workers take nothing from it."
     assert redis.smembers(keys.PAUSED) == {b"mail"}
     page.get_by_role("link", name="mail").click()
     page.wait_for_selector("[data-view] table td.args")
+    assert page.locator("main p", has_text="latency").inner_text().startswith("1 job, latency")
     cell = page.locator("td.args").first.inner_text()
     assert XSS in cell  # shown as text
     assert "[encrypted data]" in cell
@@ -126,6 +128,7 @@ def test_queues_pause_and_delete_a_job(site, redis):
     shot(page, "queue")
     page.get_by_role("button", name="Delete", exact=True).click()
     page.wait_for_selector("td.empty")
+    assert page.get_by_role("status").inner_text() == "Deleted 1 job from mail."
     assert redis.llen(keys.queue("mail")) == 0
 
 
@@ -141,12 +144,21 @@ def test_retries_detail_and_actions(site, redis):
     page.wait_for_url("**/retries")
     assert redis.zcard(keys.RETRY) == 2
     assert redis.zcard(keys.DEAD) == 2
-    page.wait_for_selector("[data-view] tbody input[type=checkbox]")
+    page.wait_for_selector("[data-view][data-ready] tbody input[type=checkbox]")
+    # What the detail page did is said on the list it went back to, once.
+    assert page.get_by_role("status").inner_text() == "Moved 1 job to the dead set."
+    page.get_by_role("button", name="Retry selected").click()
+    assert page.get_by_role("status").inner_text() == "Nothing is selected: tick the rows to act on first."
     page.locator("tbody input[type=checkbox]").first.check()
     page.get_by_role("button", name="Retry selected").click()
     page.wait_for_function("() => document.querySelectorAll('tbody tr').length === 1")
+    page.wait_for_selector("text=Retried 1 job.")
+    shot(page, "retries-after-retry")
+    assert page.locator("main p:not(.notice)", has_text="job").first.inner_text() == "1 job"  # not "1 jobs"
     assert redis.zcard(keys.RETRY) == 1
     assert redis.llen(keys.queue("default")) == 4
+    ready(page, "/retries", url)
+    assert page.get_by_role("status").count() == 0  # shown once, not on every visit
 
 
 def test_dead_filter_and_retry_all(site, redis):

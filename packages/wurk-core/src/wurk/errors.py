@@ -110,7 +110,13 @@ class Shutdown(BaseException):
 class Interrupted(WurkError):
     """Raised by a job that stops early on purpose (an iterable job at a
     checkpoint, a cooperative cancel): its job goes back to the front of its
-    queue unchanged, with no retry booked."""
+    queue unchanged, with no retry booked.
+
+    ``cursor`` is where the job's next run starts, as JSON text, when the job
+    knows (an iterable job sets it as it stops), so that the job log can say
+    ``interrupted at cursor 41, requeued``; ``None`` otherwise."""
+
+    cursor: str | None = None
 
 
 class CursorError(WurkError, TypeError):

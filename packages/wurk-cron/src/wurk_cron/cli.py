@@ -1,5 +1,7 @@
 """``wurk cron``: list the registered loops, pause, unpause, fire or enqueue one.
 
+``wurk cron`` alone lists the loops, as ``wurk cron list`` does.
+
 The operations the dashboard's Cron tab offers, for a shell. There is no
 delete, as there is none in the dashboard: removing a loop is a code change
 plus ``wurk_cron.unregister(lid)``.
@@ -42,9 +44,16 @@ def _unknown(lid: str) -> click.ClickException:
     return click.ClickException(f"no periodic loop {lid!r}; `wurk cron list` shows the registered lids")
 
 
-@click.group("cron")
-def cron_command() -> None:
-    """Periodic jobs: list the loops; pause, unpause, fire or enqueue one by lid."""
+@click.group("cron", invoke_without_command=True)
+@click.pass_context
+def cron_command(ctx: click.Context) -> None:
+    """Periodic jobs: list the loops; pause, unpause, fire or enqueue one by lid.
+
+    Without a subcommand, lists the loops (as `wurk cron list`).
+    """
+    # The list is what one comes for most often; the subcommands are in --help.
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(list_command)
 
 
 @cron_command.command("list")

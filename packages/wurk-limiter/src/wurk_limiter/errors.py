@@ -29,4 +29,6 @@ class OverLimit(Exception):
 class Rescheduled(Skip):
     """The limiter middleware put the job back (or, at the cap, into the dead
     set) itself: the processor acknowledges the run and books nothing, and an
-    enclosing batch counts it neither a success nor a failure."""
+    enclosing batch counts it neither a success nor a failure. Its ``log_as``
+    is the job log's line for the run; a put-back run is ``rescheduled``, so
+    the worker counts it in ``stat:rescheduled`` rather than ``stat:processed``."""

@@ -17,7 +17,7 @@ from wurk.server.builtin_middleware import Expiry
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 7)  # wurk.server.loop.on_job_loop
+WURK_PLUGIN_API = (1, 8)  # Skip(log_as=, rescheduled=)
 
 
 @wurk.hookimpl

@@ -201,10 +201,12 @@ class Supervisor:
         self.restart.abort()  # replacements in flight are in self.children: they drain with the rest
         self._respawn_at.clear()
         self.deadline = self._clock() + self.exit_wait
+        count = len(self.children)
         self.logger.info(
-            "swarm: %s; stopping %d children (KILL after %gs)",
+            "swarm: %s; stopping %d %s (KILL after %gs)",
             why or f"received {name}",
-            len(self.children),
+            count,
+            "child" if count == 1 else "children",
             self.exit_wait,
         )
         self._relay(signal.SIGTERM)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -125,9 +125,16 @@ def page_endpoint(settings: Settings, page: Page, version: str) -> Callable[[Req
     return endpoint
 
 
+async def favicon(request: Request) -> Response:
+    """The icon at ``favicon.ico``, where a browser asks when a page names none
+    (a JSON route opened in a tab): the pages' own SVG, so no 404 is logged."""
+    return FileResponse(layout.FAVICON, media_type="image/svg+xml", headers={"cache-control": "max-age=86400"})
+
+
 def routes(settings: Settings, version: str) -> list[BaseRoute]:
     dashboard = settings.dashboard
     found: list[BaseRoute] = [
+        Route("/favicon.ico", favicon, methods=["GET"]),
         Route("/api/openapi.json", openapi.endpoint(dashboard, version), methods=["GET"]),
         Route("/api/stream", stream.endpoint(settings), methods=["GET"]),
         Mount("/static/wurk", StaticFiles(directory=builtin.STATIC), name="wurk-static"),

@@ -8,11 +8,16 @@ dashboard's views are empty shells its script fills with text).
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 from wurk_web.registry import Page
 
 #: The dashboard's stylesheet and script, under ``/static/wurk/``.
 ASSETS = ("static/wurk/app.css", "static/wurk/app.js")
+#: Its icon, linked from every page (relative, so a mount point is followed)
+#: and served at ``favicon.ico`` too.
+ICON = "static/wurk/favicon.svg"
+FAVICON = Path(__file__).parent / "static" / "favicon.svg"
 
 
 def nav_link(page: Page, current: Page) -> str:
@@ -38,6 +43,7 @@ def render_page(
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <base href="{html.escape(root)}/">
 <title>{html.escape(page.title)} · Wurk</title>
+<link rel="icon" href="{ICON}" type="image/svg+xml">
 <link rel="stylesheet" href="{css}">
 <script src="{script}" defer></script>
 {extra}</head>

@@ -11,7 +11,9 @@ promises are kept in one place:
   through the data API's ``display_class`` and ``display_args``.
 
 Times are epoch seconds (floats) so that the browser shows them in the
-viewer's own time zone.
+viewer's own time zone. The sentences an action answers with (``"message"``,
+shown on the page once the action is done) count their jobs with
+:func:`counted`.
 """
 
 from __future__ import annotations
@@ -81,6 +83,12 @@ def job_detail(record: JobRecord) -> dict[str, Any]:
         "backtrace": record.error_backtrace,
         "payload": redact(item),
     }
+
+
+def counted(number: int, noun: str, nouns: str | None = None) -> str:
+    """``1 job``, ``3 jobs``: a count as the dashboard's messages write it
+    (``nouns`` when the plural is not ``noun`` plus "s")."""
+    return f"{number} {noun}" if number == 1 else f"{number} {nouns or noun + 's'}"
 
 
 def _text(value: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""Stable pages of a sorted set, highest score first.
+"""Stable pages of a sorted set, highest score first (or lowest first).
 
 An offset cursor shifts when entries arrive or leave between two pages, so a
 reader paging a busy dead set would see entries twice or never. A cursor here
@@ -23,19 +23,23 @@ def parse_cursor(cursor: str) -> tuple[float, int]:
 
 
 def page_by_score(
-    conn: Any, key: str, cursor: str | None, limit: int, *, floor: str = "-inf"
+    conn: Any, key: str, cursor: str | None, limit: int, *, floor: str = "-inf", ascending: bool = False
 ) -> tuple[list[tuple[bytes, float]], str | None]:
     """Up to ``limit`` (member, score) pairs of ``key`` after ``cursor``,
     highest score first, down to ``floor`` (a ``ZRANGE`` score bound), and the
-    next page's cursor (None after the last page). One ``ZRANGE`` call."""
+    next page's cursor (None after the last page). One ``ZRANGE`` call.
+
+    ``ascending`` walks the other way, lowest score first, to the end of the
+    set (``floor`` does not apply): the schedule read soonest due first."""
     if limit < 1:
         raise ValueError(f"a page holds at least one entry, got limit={limit}")
     previous = parse_cursor(cursor) if cursor else None
-    top: float | str = "+inf" if previous is None else previous[0]
+    start: float | str = ("-inf" if ascending else "+inf") if previous is None else previous[0]
+    end = "+inf" if ascending else floor
     skip = 0 if previous is None else previous[1]
     rows = cast(
         list[tuple[bytes, float]],
-        conn.zrange(key, top, floor, desc=True, byscore=True, offset=skip, num=limit + 1, withscores=True),
+        conn.zrange(key, start, end, desc=not ascending, byscore=True, offset=skip, num=limit + 1, withscores=True),
     )
     if len(rows) <= limit:
         return rows, None

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from wurk.redis.connection import RedisPool
 
 #: The counters ``reset`` knows, by the names it accepts.
-RESETTABLE = {"processed": keys.STAT_PROCESSED, "failed": keys.STAT_FAILED, "expired": keys.STAT_EXPIRED}
+RESETTABLE = {
+    "processed": keys.STAT_PROCESSED,
+    "failed": keys.STAT_FAILED,
+    "expired": keys.STAT_EXPIRED,
+    "rescheduled": keys.STAT_RESCHEDULED,
+}
 
 #: The dated counters are kept five years, so that is as far back as history goes.
 MAX_HISTORY_DAYS = 5 * 365
@@ -79,6 +84,10 @@ class History:
     def expired(self) -> dict[str, int]:
         return self._counts(keys.STAT_EXPIRED)
 
+    @property
+    def rescheduled(self) -> dict[str, int]:
+        return self._counts(keys.STAT_RESCHEDULED)
+
     def _counts(self, stat: str) -> dict[str, int]:
         if stat not in self._cache:
             days = self.dates
@@ -111,6 +120,7 @@ class Stats(RedisAccess):
             pipe.get(keys.STAT_PROCESSED)
             pipe.get(keys.STAT_FAILED)
             pipe.get(keys.STAT_EXPIRED)
+            pipe.get(keys.STAT_RESCHEDULED)
             pipe.zcard(keys.SCHEDULE)
             pipe.zcard(keys.RETRY)
             pipe.zcard(keys.DEAD)
@@ -118,10 +128,13 @@ class Stats(RedisAccess):
             pipe.lindex(keys.queue("default"), -1)
             return list(pipe.execute())
 
-        processed, failed, expired, scheduled, retries, dead, processes, tail = self.run(snapshot)
+        processed, failed, expired, rescheduled, scheduled, retries, dead, processes, tail = self.run(snapshot)
         self.processed: int = as_int(processed)
         self.failed: int = as_int(failed)
         self.expired: int = as_int(expired)
+        #: Runs that put their job back to run later (a rate limiter's
+        #: reschedule) instead of finishing: Wurk's own counter, not in ``processed``.
+        self.rescheduled: int = as_int(rescheduled)
         self.scheduled_size: int = int(scheduled)
         self.retry_size: int = int(retries)
         self.dead_size: int = int(dead)
@@ -194,9 +207,9 @@ class Stats(RedisAccess):
     def reset(self, *names: str | Iterable[str]) -> list[str]:
         """Set counters back to 0 (``SET``, so they keep reading as numbers).
 
-        With no names: ``processed``, ``failed`` and ``expired``. Names may be
-        given as separate arguments or as a list; unknown names are ignored.
-        Returns the names reset.
+        With no names: ``processed``, ``failed``, ``expired`` and
+        ``rescheduled``. Names may be given as separate arguments or as a
+        list; unknown names are ignored. Returns the names reset.
         """
         wanted: list[str] = []
         for name in names:

@@ -1,9 +1,11 @@
 """``wurk demo``: the three parts of a Wurk setup, from nothing, in one terminal.
 
 A server (the embedded Valkey that ``wurk server`` runs, here on a free port
-and persisted with AOF under its own data directory), a client (this process,
-enqueueing sample jobs the way a web application would) and a worker (a real
-``wurk -r wurk.cli.demo`` child process, the command you run on your own app).
+and keeping nothing on disk, so that every demo starts from empty counters and
+queues), a client (this process, enqueueing sample jobs the way a web
+application would) and a worker (a real ``wurk -r wurk.cli.demo`` child
+process, the command you run on your own app). It runs until Ctrl-C, so there
+is time to open the dashboard it prints; ``--seconds`` bounds it.
 
 This module is also the demo's application: it only *defines* jobs, so the
 worker that imports it enqueues nothing; enqueueing is :func:`enqueue_samples`,
@@ -26,6 +28,7 @@ from typing import Any
 import click
 
 import wurk
+from wurk.cli import plural
 from wurk.errors import WurkError
 from wurk.redis.servers import embedded_server
 
@@ -94,38 +97,43 @@ def summary(conn: Any) -> str:
     )
 
 
-def run_demo(data_dir: Path, count: int, seconds: float, *, web_port: int | None = None) -> None:
-    """Server, client and worker for ``seconds``; Ctrl-C or TERM ends it early, cleanly.
+def run_demo(data_dir: Path, count: int, seconds: float | None, *, web_port: int | None = None) -> None:
+    """Server, client and worker until Ctrl-C or TERM, or for ``seconds`` when given.
 
     With ``web_port``, the dashboard (``wurk web``, a plugin's command) is
     served on it too, or on a free port when that one is taken.
 
     The server and the worker run in sessions of their own, so that a Ctrl-C
-    reaches only the demo, which then stops each of them once. TERM is handled
-    like Ctrl-C: left to its default, it would end the demo at once and leave
-    both behind.
+    reaches only the demo, which then stops each of them once. INT and TERM
+    both get this process's own handler: a demo started in the background by
+    a script (``wurk demo &``) inherits INT ignored, and Python then leaves it
+    ignored, so Ctrl-C's signal would never stop it; TERM left to its default
+    would end the demo at once and leave the server and the worker behind.
     """
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {signum: signal.signal(signum, _interrupt) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         _run(data_dir, count, seconds, web_port)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run(data_dir: Path, count: int, seconds: float, web_port: int | None) -> None:
-    server = embedded_server(data_dir)
-    click.echo(f"server: starting the embedded Valkey (what `wurk server` runs), data in {server.data_dir}")
+def _run(data_dir: Path, count: int, seconds: float | None, web_port: int | None) -> None:
+    server = embedded_server(data_dir, persist=False)
+    click.echo(f"server: starting the embedded Valkey (what `wurk server` runs), empty, its log in {server.data_dir}")
     with server:
         click.echo(f"server: ready at {server.url}")
         config = wurk.default_config()
         config.redis = {"url": server.url}
         conn = config.redis_pool.client
         jids = enqueue_samples(count)
-        click.echo(f"client: enqueued {len(jids)} jobs of wurk.cli.demo (one for in 5 s, one that fails and retries)")
+        click.echo(
+            f"client: enqueued {plural(len(jids), 'job')} of wurk.cli.demo (one for in 5 s, one that fails and retries)"
+        )
         click.echo(f"worker: REDIS_URL={server.url} wurk {' '.join(WORKER_ARGS)}")
         worker = subprocess.Popen(
             [sys.executable, "-m", "wurk.cli", *WORKER_ARGS],
@@ -133,6 +141,8 @@ def _run(data_dir: Path, count: int, seconds: float, web_port: int | None) -> No
             start_new_session=True,  # Ctrl-C reaches the demo, which stops the worker once, gracefully
         )
         dashboard = None if web_port is None else _start_dashboard(server.url, web_port)
+        length = "until you press Ctrl-C" if seconds is None else f"for {seconds:g} s (Ctrl-C stops it sooner)"
+        click.echo(f"demo: running {length}; the counts below change as the jobs run")
         try:
             _watch(worker, conn, seconds)
         except KeyboardInterrupt:
@@ -143,8 +153,7 @@ def _run(data_dir: Path, count: int, seconds: float, web_port: int | None) -> No
                 _stop_worker(dashboard)
         click.echo(f"worker stopped: {summary(conn)}")
         config.reset_redis_pools()
-        click.echo(f"jobs not run yet stay in {server.data_dir}; `wurk demo` again picks them up.")
-    click.echo("server: stopped")
+    click.echo("server: stopped; it kept nothing, so the next `wurk demo` starts clean")
 
 
 def _free_port(preferred: int) -> int:
@@ -169,13 +178,19 @@ def _start_dashboard(url: str, preferred: int) -> subprocess.Popen[bytes]:
     return dashboard
 
 
-def _watch(worker: subprocess.Popen[bytes], conn: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def _watch(worker: subprocess.Popen[bytes], conn: Any, seconds: float | None) -> None:
+    """Print the counts each time they change, until ``seconds`` have passed (never, for None)."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    shown = None
+    while deadline is None or time.monotonic() < deadline:
+        wait = 1.0 if deadline is None else min(1.0, max(deadline - time.monotonic(), 0.0))
         try:
-            code = worker.wait(timeout=min(1.0, max(deadline - time.monotonic(), 0.0)))
+            code = worker.wait(timeout=wait)
         except subprocess.TimeoutExpired:
-            click.echo(f"demo: {summary(conn)}")
+            counts = summary(conn)
+            if counts != shown:  # a quiet line once the jobs are done, not one a second forever
+                click.echo(f"demo: {counts}")
+                shown = counts
             continue
         raise WurkError(f"the demo worker exited early with code {code}; its output is above")
 

@@ -326,10 +326,12 @@ def _announce(server: Any) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=f"{DEFAULT_DATA_DIR}/demo",
     show_default=True,
-    help="Where the demo's server keeps its data.",
+    help="Where the demo's server keeps its log (it keeps no data: each demo starts clean).",
 )
 @click.option("--jobs", "count", type=click.IntRange(0), default=30, show_default=True, help="Sample jobs to enqueue.")
-@click.option("--seconds", type=click.FloatRange(0), default=15.0, show_default=True, help="How long the worker runs.")
+@click.option(
+    "--seconds", type=click.FloatRange(0), default=None, help="Stop after this many seconds (default: at Ctrl-C)."
+)
 @click.option(
     "--web-port",
     type=click.IntRange(0, 65535),
@@ -338,14 +340,15 @@ def _announce(server: Any) -> None:
     help="Port of the dashboard, when a `wurk web` command is installed (a free one if taken).",
 )
 @click.pass_context
-def demo_command(ctx: click.Context, data_dir: Path, count: int, seconds: float, web_port: int) -> None:
+def demo_command(ctx: click.Context, data_dir: Path, count: int, seconds: float | None, web_port: int) -> None:
     """See Wurk work: a server, a client that enqueues, and a real worker.
 
-    Starts the embedded Valkey server on a free port (persisted under
-    --data-dir), enqueues sample jobs from this process as an application
-    would, and runs `wurk -r wurk.cli.demo` on them, the same command you run on
-    your own app. With a dashboard plugin installed (its `wurk web`
-    command), the dashboard runs too and its URL is printed.
+    Starts the embedded Valkey server on a free port, empty (it keeps
+    nothing, so every demo starts clean), enqueues sample jobs from this
+    process as an application would, and runs `wurk -r wurk.cli.demo` on them,
+    the same command you run on your own app. With a dashboard plugin
+    installed (its `wurk web` command), the dashboard runs too and its URL is
+    printed. Runs until Ctrl-C, or for --seconds.
     """
     from wurk.cli.demo import run_demo
 
@@ -357,8 +360,9 @@ def demo_command(ctx: click.Context, data_dir: Path, count: int, seconds: float,
 
 def _core_commands() -> list[click.Command]:
     from wurk.cli.ops import OPS_COMMANDS
+    from wurk.cli.sets import SET_COMMANDS
 
-    return [plugins_command, server_command, demo_command, *OPS_COMMANDS]
+    return [plugins_command, server_command, demo_command, *OPS_COMMANDS, *SET_COMMANDS]
 
 
 def build(config: Config | None = None) -> click.Group:

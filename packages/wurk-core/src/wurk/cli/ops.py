@@ -1,5 +1,7 @@
 """Operations from the shell: ``wurk stats``, ``wurk queues``, ``wurk job ...``.
 
+(Listing the retry, dead and scheduled sets is :mod:`wurk.cli.sets`.)
+
 Thin commands over :mod:`wurk.api`, for the moments a dashboard is not at
 hand: what is queued and how late, one job by jid (show, retry, delete,
 kill), a whole set at once, pausing a queue, and the live processes (quiet or
@@ -18,6 +20,8 @@ from datetime import datetime
 from typing import Any
 
 import click
+
+from wurk.cli import plural
 
 SET_NAMES = ("scheduled", "retry", "dead")
 
@@ -71,6 +75,7 @@ def stats_data() -> dict[str, Any]:
         "processed": stats.processed,
         "failed": stats.failed,
         "expired": stats.expired,
+        "rescheduled": stats.rescheduled,
         "enqueued": stats.enqueued,
         "scheduled": stats.scheduled_size,
         "retries": stats.retry_size,
@@ -140,7 +145,11 @@ def _describe(where: str, record: Any) -> dict[str, Any]:
 
 @click.group("job")
 def job_group() -> None:
-    """Show, retry, delete or kill one job by its jid."""
+    """Show, retry, delete or kill one job by its jid.
+
+    No jid at hand? 'wurk retries', 'wurk dead' and 'wurk scheduled' list the
+    jobs of each set, filtered by class and queue.
+    """
 
 
 def _located(jid: str) -> tuple[str, Any]:
@@ -150,13 +159,29 @@ def _located(jid: str) -> tuple[str, Any]:
     return found
 
 
+def _shown(key: str, value: Any) -> Any:
+    """A ``job show`` value as the table prints it. A negative ``retry_count``
+    is a job retried by hand after its first failure: a manual retry gives the
+    attempt back (one lower, as Sidekiq's), so a failure of this run is booked
+    as retry 0 again; the bare -1 reads like a bug, so it says so."""
+    if key == "retry_count" and isinstance(value, int) and value < 0:
+        return f"{value} (retried by hand: this run does not use up an attempt; a failure is booked as retry 0)"
+    return value
+
+
 @job_group.command("show")
 @click.argument("jid")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def job_show(jid: str, as_json: bool) -> None:
+    """Where a job is, its class, arguments and error.
+
+    Looks in every queue and in the scheduled, retry and dead sets. A job that
+    failed shows its last error and retry count. JID is the job's id: 'wurk
+    retries', 'wurk dead' and 'wurk scheduled' list them.
+    """
     where, record = _located(jid)
     data = _describe(where, record)
-    _emit(data, as_json, [(key, value) for key, value in data.items()])
+    _emit(data, as_json, [(key, _shown(key, value)) for key, value in data.items()])
 
 
 @job_group.command("retry")
@@ -175,6 +200,10 @@ def job_retry(jid: str) -> None:
 @job_group.command("delete")
 @click.argument("jid")
 def job_delete(jid: str) -> None:
+    """Remove a job from its queue or set for good.
+
+    Nothing else happens: no death handlers run, nothing goes to the dead set.
+    """
     where, record = _located(jid)
     if not record.delete():
         raise click.ClickException(f"job {jid} was no longer in {where}")
@@ -201,7 +230,7 @@ def job_kill(jid: str) -> None:
 @click.argument("set_name", type=click.Choice(SET_NAMES))
 def retry_all_command(set_name: str) -> None:
     """Put every job of a set on its queue now."""
-    click.echo(f"{_set(set_name).retry_all()} job(s) moved from {set_name} to their queues")
+    click.echo(f"{plural(_set(set_name).retry_all(), 'job')} moved from {set_name} to their queues")
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -232,8 +261,8 @@ def kill_all_command(set_name: str, yes: bool) -> None:
     if not count:
         click.echo(f"no jobs in {set_name}")
         return
-    _confirm(f"Move all {count} job(s) in {set_name} to the dead set?", yes)
-    click.echo(f"{jobs.kill_all()} job(s) moved from {set_name} to the dead set")
+    _confirm(f"Move {'the 1 job' if count == 1 else f'all {count} jobs'} in {set_name} to the dead set?", yes)
+    click.echo(f"{plural(jobs.kill_all(), 'job')} moved from {set_name} to the dead set")
 
 
 @click.command("pause")

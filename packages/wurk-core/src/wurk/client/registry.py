@@ -25,16 +25,22 @@ runs: such a process runs only the jobs it has loaded itself.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from wurk.client import payload as wire
 from wurk.config.settings import check_module_names, is_dotted_name
 from wurk.errors import WurkError
+
+#: How alike a name and a known job's must be for "did you mean" (difflib's
+#: ratio): a slip of a letter or two in a dotted name, not a sibling class
+#: that merely shares its module path.
+NEAR_MATCH = 0.8
 
 
 class UnknownJobError(WurkError, LookupError):
@@ -113,7 +119,7 @@ class JobRegistry:
     def _import(self, name: str) -> type:
         parts = name.split(".")
         if len(parts) < 2 or not is_dotted_name(name):
-            raise UnknownJobError(f"no job named {name!r}: {self._advice()}")
+            raise self._unknown(name, self._advice())
         allowed = self.allowed
         missing: ModuleNotFoundError | None = None
         for cut in range(len(parts) - 1, 0, -1):
@@ -131,10 +137,11 @@ class JobRegistry:
                 raise self._failed(name, module_name, exc) from exc
             return self._job_in(name, module, parts[cut:], missing)
         if missing is not None:
-            raise UnknownJobError(f"no job named {name!r}: {_describe(missing)}; {self._advice()}") from missing
-        raise UnknownJobError(
-            f"no job named {name!r}: it is not a job class this process has loaded, and its module is outside "
-            f"the packages job lookup may import, so nothing was imported; {self._advice()}"
+            raise self._unknown(name, f"{_describe(missing)}; {self._advice()}") from missing
+        raise self._unknown(
+            name,
+            "it is not a job class this process has loaded, and its module is outside "
+            f"the packages job lookup may import, so nothing was imported; {self._advice()}",
         )
 
     def _job_in(self, name: str, module: Any, attributes: list[str], missing: ModuleNotFoundError | None) -> type:
@@ -144,11 +151,42 @@ class JobRegistry:
                 target = getattr(target, attribute)
         except AttributeError as exc:
             cause: BaseException = missing or exc  # "no module a.b" says more than "a has no b"
-            raise UnknownJobError(f"no job named {name!r}: {_describe(cause)}; {self._advice()}") from cause
+            raise self._unknown(name, f"{_describe(cause)}; {self._advice()}") from cause
         job_class = real_job_class(target)
         if job_class is None:
             raise UnknownJobError(f"{name!r} is {target!r}, which is not a wurk.Job subclass or @wurk.job function")
         return job_class
+
+    def _unknown(self, name: str, why: str) -> UnknownJobError:
+        """``no job named 'app.jobs.Hellp' (did you mean 'app.jobs.Hello'?): why``.
+
+        A payload's class is a string nobody checks at enqueue (it may name a
+        job only another process, or another language, defines), so a typo
+        first shows here, in the retry set and the dead set: the nearest
+        known name turns a puzzle into a one-letter fix.
+        """
+        near = self.nearest(name)
+        hint = f" (did you mean {near!r}?)" if near else ""
+        return UnknownJobError(f"no job named {name!r}{hint}: {why}")
+
+    def nearest(self, name: str) -> str | None:
+        """The known job name ``name`` is most likely a misspelling of, if any.
+
+        Known are the names mapped with :meth:`register` and the wire names
+        of the job classes this process has defined. A name whose last part
+        is exactly one known class's, under another module path
+        (``jobs.Hello`` for ``app.jobs.Hello``), counts too.
+        """
+        with self._lock:
+            known = set(self._names)
+        known.update(wire_name for wire_name, _ in _defined_jobs())
+        known.discard(name)
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=NEAR_MATCH)
+        if close:
+            return close[0]
+        tail = name.rpartition(".")[2]
+        same_class = [candidate for candidate in known if candidate.rpartition(".")[2] == tail]
+        return same_class[0] if len(same_class) == 1 else None
 
     def _failed(self, name: str, module_name: str, exc: BaseException) -> UnknownJobError:
         return UnknownJobError(
@@ -175,19 +213,25 @@ def defined_job_class(name: str) -> type | None:
     functions too, and touches nothing but job classes; it is a miss's cost
     only, since the manager caches what resolves.
     """
+    found: type | None = None
+    for wire_name, candidate in _defined_jobs():
+        if wire_name == name:
+            found = candidate  # the last one defined wins, as a re-definition would
+    return found
+
+
+def _defined_jobs() -> Iterator[tuple[str, type]]:
+    """(wire name, class) of each job class defined so far; nothing is imported."""
     from wurk.client.job import Job
 
-    found: type | None = None
     pending = deque(Job.__subclasses__())
     while pending:
         candidate = pending.popleft()
         pending.extend(candidate.__subclasses__())
         try:
-            if wire.class_name(candidate) == name:
-                found = candidate  # the last one defined wins, as a re-definition would
+            yield wire.class_name(candidate), candidate
         except wire.InvalidJobError:
             continue  # a class defined inside a function has no wire name
-    return found
 
 
 def _within(module_name: str, packages: Iterable[str]) -> bool:

@@ -129,6 +129,22 @@ class Capsule:
         return [f"{name},{weight}" if weight else name for name, weight in self._weights.items()]
 
     @property
+    def description(self) -> str:
+        """Threads and queues as the worker's start line shows them, for people:
+        ``2 threads on queues critical (weight 3), default (weight 1)``,
+        ``1 thread on queues a, b, in this order``."""
+        threads = "1 thread" if self.concurrency == 1 else f"{self.concurrency} threads"
+        names = list(self._weights)
+        if len(names) == 1:
+            return f"{threads} on queue {names[0]}"
+        if self.mode == "weighted":
+            # Weight 0 beside weighted queues counts once, as in ``queues``.
+            listed = ", ".join(f"{name} (weight {max(weight, 1)})" for name, weight in self._weights.items())
+        else:
+            listed = f"{', '.join(names)}, {'in this order' if self.mode == 'strict' else 'in random order'}"
+        return f"{threads} on queues {listed}"
+
+    @property
     def mode(self) -> str:
         values = set(self._weights.values())
         if values == {0}:

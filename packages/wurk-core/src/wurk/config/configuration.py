@@ -395,6 +395,7 @@ class Config(NamedAccessors):
             if self._job_options_registry is None:
                 registry = OptionRegistry()
                 self.plugins.call.register_options(registry)
+                registry.refuse_switched_off(self.plugins.switched_off())
                 self._job_options_registry = registry
             return self._job_options_registry
 

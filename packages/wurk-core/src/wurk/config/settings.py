@@ -146,12 +146,19 @@ UNSET: Final = _Unset()
 SETTINGS_ENTRY_POINT_GROUP = "wurk.settings"
 
 
+def distribution_name(ep: metadata.EntryPoint) -> str:
+    """The name of the distribution that publishes ``ep`` (its module's
+    top-level package when the metadata does not say), by which the entry
+    points of one distribution's groups are matched with each other."""
+    dist = ep.dist
+    return str(dist.metadata["Name"]) if dist is not None else ep.module.partition(".")[0]
+
+
 def published_settings() -> dict[str, str]:
     """Each setting an installed distribution publishes, and that distribution's name."""
     published: dict[str, str] = {}
     for ep in metadata.entry_points(group=SETTINGS_ENTRY_POINT_GROUP):
-        dist = ep.dist
-        published.setdefault(ep.name, dist.metadata["Name"] if dist else ep.module.partition(".")[0])
+        published.setdefault(ep.name, distribution_name(ep))
     return published
 
 

@@ -201,8 +201,8 @@ class IterableJob(Job):
             )
         try:
             self._iterate(walk, args)
-        except Interrupted:
-            self._checkpoint()
+        except Interrupted as stop:
+            stop.cursor = self._checkpoint()  # where the next run starts, for the job log
             self.on_stop()
             raise
         except _Cancelled:
@@ -258,12 +258,13 @@ class IterableJob(Job):
             f"got {type(hook).__name__}"
         )
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self) -> str:
         """Save the position; learn of a cancellation made elsewhere. The
-        cursor is checked in memory too, so a unit test finds a bad one."""
+        cursor is checked in memory too, so a unit test finds a bad one.
+        The position saved, as JSON text."""
         text = state.encode_cursor(self._position, self._owner())
         if not self._persisted():
-            return
+            return text
         runtime = self._runtime + (time.monotonic() - self._started)
         progressed = text != self._began_at
         cancelled = state.flush(
@@ -271,6 +272,7 @@ class IterableJob(Job):
         )
         if cancelled is not None and self._cancelled is None:
             self._cancelled = cancelled
+        return text
 
     def _redis_pool(self) -> RedisPool:
         """Where the state lives: the Redis of the worker running this job

@@ -48,6 +48,7 @@ import pluggy
 
 from wurk._version import __version__
 from wurk.config import env as wurk_env
+from wurk.config.settings import distribution_name
 from wurk.errors import PluginError
 from wurk.plugins import hookspecs
 
@@ -81,8 +82,11 @@ if TYPE_CHECKING:
 #: 1.6: hooks called through pluggy (wrappers run, pluggy's order), ``wurk.plugins.outcomes.add_reason``,
 #: the ``wurk.config.settings`` entry-point group (feature settings named without importing the plugin);
 #: 1.7: async jobs: a middleware's ``call_async``, ``wurk.server.retry.shutdown_of_task``,
-#: ``wurk.server.loop.on_job_loop``.
-PLUGIN_API: tuple[int, int] = (1, 7)
+#: ``wurk.server.loop.on_job_loop``;
+#: 1.8: ``Skip(log_as=, rescheduled=)`` (the job log's line for a skipped run; a run put back to run later
+#: is counted in ``stat:rescheduled``), the ``wurk.options`` entry-point group (a switched-off plugin's
+#: job option refused at enqueue, naming the plugin).
+PLUGIN_API: tuple[int, int] = (1, 8)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"
@@ -164,6 +168,24 @@ def check_plugin_api(plugin: object, name: str, distribution: str | None, versio
         f"{who} was built for plugin API {wanted}, but wurk-core {__version__} provides plugin API {provided}: "
         f"{fix}; or switch it off with {DISABLE_ENV}={name}"
     )
+
+
+@dataclass(frozen=True)
+class SwitchedOff:
+    """An installed plugin a configuration did not load: ``blocked`` when it
+    was switched off by name (``WURK_DISABLE_PLUGINS``,
+    ``config["disabled_plugins"]``), else left out of ``config["plugins"]``
+    while ``WURK_DISABLE_PLUGIN_AUTOLOAD`` is set."""
+
+    name: str
+    distribution: str
+    blocked: bool
+
+    def how(self) -> str:
+        """How it was switched off, and so how to switch it back on."""
+        if self.blocked:
+            return f"switched off by {DISABLE_ENV} or config['disabled_plugins']"
+        return f"not loaded: {NO_AUTOLOAD_ENV} is set and config['plugins'] does not name it"
 
 
 @dataclass(frozen=True)
@@ -309,6 +331,8 @@ class Plugins:
         self._entry_points = entry_points
         if CORE_PLUGIN in self.disabled:
             raise PluginError("the core plugin cannot be disabled")
+        #: Published plugins not loaded: name -> why (see :meth:`switched_off`).
+        self._switched_off: dict[str, SwitchedOff] = {}
         self._pm = _Manager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         # Historic: every plugin registered from now on gets the call too.
@@ -336,10 +360,16 @@ class Plugins:
                 f"publishes a wurk plugin of that name (see `wurk plugins`)"
             )
         for ep in published:
-            if not autoload and ep.name not in named:
-                continue  # autoload is off: only the plugins the configuration names
-            if self._pm.has_plugin(ep.name) or self._pm.is_blocked(ep.name):
-                continue  # a duplicate on sys.path, or switched off: never imported
+            if self._pm.has_plugin(ep.name):
+                continue  # a duplicate on sys.path
+            if self._pm.is_blocked(ep.name) or (not autoload and ep.name not in named):
+                # Switched off, or autoload is off and the configuration does
+                # not name it: never imported, but remembered, so that a job
+                # option it publishes can be refused naming it.
+                self._switched_off.setdefault(
+                    ep.name, SwitchedOff(ep.name, distribution_name(ep), blocked=self._pm.is_blocked(ep.name))
+                )
+                continue
             try:
                 plugin = ep.load()
             except Exception as exc:  # an ImportError or a failing plugin module
@@ -447,6 +477,11 @@ class Plugins:
 
     def is_enabled(self, name: str) -> bool:
         return self._pm.get_plugin(name) is not None
+
+    def switched_off(self) -> list[SwitchedOff]:
+        """The installed plugins this configuration did not load: switched
+        off by name, or left out of ``config["plugins"]`` with autoload off."""
+        return [off for name, off in self._switched_off.items() if not self.is_enabled(name)]
 
     def discovered(self) -> list[PluginInfo]:
         """Every plugin published under the entry-point group, enabled or not."""

@@ -20,6 +20,9 @@ PROCESS_CLEANUP = "process_cleanup"  # STRING lock, at most one cleanup a minute
 STAT_PROCESSED = "stat:processed"
 STAT_FAILED = "stat:failed"
 STAT_EXPIRED = "stat:expired"
+#: Wurk's own, beside Sidekiq's: runs that put their job back to run later (a
+#: rate limiter's reschedule) instead of finishing, kept out of stat:processed.
+STAT_RESCHEDULED = "stat:rescheduled"
 
 
 def queue(name: str) -> str:

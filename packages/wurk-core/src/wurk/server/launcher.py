@@ -71,6 +71,16 @@ def _as_its_config(method: M) -> M:
     return marked  # type: ignore[return-value]
 
 
+def _threads_and_queues(config: Config) -> str:
+    """The default capsule's :attr:`~wurk.config.capsule.Capsule.description`;
+    with more capsules, the total and then each capsule's."""
+    capsules = list(config.capsules.values())
+    if len(capsules) == 1:
+        return capsules[0].description
+    each = "; ".join(f"{capsule.name} capsule {capsule.description}" for capsule in capsules)
+    return f"{config.total_concurrency} threads: {each}"
+
+
 class Launcher:
     def __init__(
         self,
@@ -154,14 +164,10 @@ class Launcher:
             raise
         if quiet:
             self.quiet()
+        # Said before the managers start, so that it comes before the first job's lines.
+        config.logger.info("Wurk %s starting %s", runtime.identity.identity, _threads_and_queues(config))
         for manager in runtime.managers:
             manager.start()
-        config.logger.info(
-            "Wurk %s starting %s threads on %s",
-            runtime.identity.identity,
-            config.total_concurrency,
-            ", ".join(f"{name}={c.queue_specs}" for name, c in config.capsules.items()),
-        )
 
     @_as_its_config
     def quiet(self) -> None:

@@ -54,13 +54,18 @@ UNSEEN: Any = object()
 
 
 class ProcessStats:
-    """Counts since the last heartbeat; the heartbeat swaps them out."""
+    """Counts since the last heartbeat; the heartbeat swaps them out.
+
+    ``rescheduled`` counts the runs that ended by putting their job back to
+    run later (a rate limiter's reschedule): not finished, so not
+    ``processed``, which keeps Sidekiq's meaning of a run that ended."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.processed = 0
         self.failed = 0
         self.expired = 0
+        self.rescheduled = 0
 
     def count(self, *, failed: bool = False) -> None:
         with self._lock:
@@ -72,17 +77,23 @@ class ProcessStats:
         with self._lock:
             self.expired += 1
 
-    def swap(self) -> tuple[int, int, int]:
+    def count_rescheduled(self) -> None:
         with self._lock:
-            counts = (self.processed, self.failed, self.expired)
-            self.processed = self.failed = self.expired = 0
+            self.rescheduled += 1
+
+    def swap(self) -> tuple[int, int, int, int]:
+        """``(processed, failed, expired, rescheduled)``, each set back to 0."""
+        with self._lock:
+            counts = (self.processed, self.failed, self.expired, self.rescheduled)
+            self.processed = self.failed = self.expired = self.rescheduled = 0
         return counts
 
-    def restore(self, processed: int, failed: int, expired: int) -> None:
+    def restore(self, processed: int, failed: int, expired: int, rescheduled: int = 0) -> None:
         with self._lock:
             self.processed += processed
             self.failed += failed
             self.expired += expired
+            self.rescheduled += rescheduled
 
 
 def parse_job(jobstr: str | bytes) -> dict[str, Any]:
@@ -274,7 +285,7 @@ class Processor:
         """The job left the retry layer with ``exc``: log and tell what that
         means, and whether the job is to be acknowledged."""
         if isinstance(exc, Skip):
-            self._log_end("done", started)
+            self._log_end(exc.log_as, started)
             # InterruptHandler gave the job back to its queue; its Skip
             # keeps the Interrupted as context (``from None`` only hides it).
             if self._listening and not outcomes.told() and isinstance(exc.__context__, Interrupted):
@@ -353,20 +364,26 @@ class Processor:
         work = self.manager.work_state
         me = tid()
         work[me] = {"queue": queue, "payload": jobstr, "run_at": int(time.time())}
-        failed = False
+        failed = rescheduled = False
         started = time.monotonic()
         try:
             if job.get("profile"):
                 return profile_job(self.config, job, lambda: self._reload_and_run(job, queue))
             return self.config["reloader"](lambda: self._instantiate_and_run(job, queue))
-        except (Skip, Shutdown):
+        except Skip as skip:
+            rescheduled = skip.rescheduled
+            raise
+        except Shutdown:
             raise
         except BaseException:
             failed = True
             raise
         finally:
             work.pop(me, None)
-            self.manager.stats.count(failed=failed)
+            if rescheduled:
+                self.manager.stats.count_rescheduled()
+            else:
+                self.manager.stats.count(failed=failed)
             self.manager.job_finished(time.monotonic() - started)
 
     def _reload_and_run(self, job: dict[str, Any], queue: str) -> Any:
@@ -386,7 +403,7 @@ class Processor:
     async def _stats_async(self, job: dict[str, Any], jobstr: str, queue: str, job_class: type, key: str) -> Any:
         work = self.manager.work_state
         work[key] = {"queue": queue, "payload": jobstr, "run_at": int(time.time())}
-        failed = False
+        failed = rescheduled = False
         try:
             instance = job_class()
             instance.jid = job.get("jid")
@@ -396,14 +413,20 @@ class Processor:
                 queue,
                 lambda: self._chain.invoke_async(instance, job, queue, final=lambda: instance.perform(*job["args"])),
             )
-        except (Skip, Shutdown):
+        except Skip as skip:
+            rescheduled = skip.rescheduled
+            raise
+        except Shutdown:
             raise
         except BaseException:
             failed = True
             raise
         finally:
             work.pop(key, None)
-            self.manager.stats.count(failed=failed)
+            if rescheduled:
+                self.manager.stats.count_rescheduled()
+            else:
+                self.manager.stats.count(failed=failed)
 
     def _execute(self, instance: Any, args: list[Any]) -> Any:
         result = instance.perform(*args)

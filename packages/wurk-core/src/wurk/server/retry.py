@@ -104,7 +104,22 @@ class Skip(Handled):
     No outcome is told for a skipped run unless its middleware told one
     (the Retrier does), except for an ``Interrupted`` job given back to its
     queue, which is ``interrupted``.
+
+    The job log would otherwise end such a run with ``done``, which is not
+    what happened; ``log_as`` is what it says instead (``"interrupted at
+    cursor 41, requeued"``). A run that only put the job back to run later
+    (``rescheduled=True``) did not finish, so it is counted in the worker's
+    ``rescheduled`` counter (``stat:rescheduled``) rather than in
+    ``processed``::
+
+        Retrier(self.config).reschedule(job, 300)
+        raise Skip(log_as="rescheduled by the quota guard in 300 s", rescheduled=True)
     """
+
+    def __init__(self, *args: object, log_as: str = "done", rescheduled: bool = False) -> None:
+        super().__init__(*args)
+        self.log_as = log_as
+        self.rescheduled = rescheduled
 
 
 def retries_enabled(value: Any) -> bool:

@@ -35,7 +35,8 @@
       D.timeCell(loop.last_fired_at), D.timeCell(loop.next_fire_at), el("td", {}, status(loop)),
       el("td", { class: "actions" }, controls(view, loop, again))));
     fill(view,
-      el("p", {}, `${data.size} periodic jobs`),
+      // Counted here, not with D.count, which dashboards older than this script lack.
+      el("p", {}, `${data.size} periodic ${data.size === 1 ? "job" : "jobs"}`),
       D.table(["Job", "Schedule", "Zone", "Queue", "Arguments", "Last run", "Next run", "Status", ""], rows),
       D.pager(view, cursor, data.cursor, (next) => listView(view, next)));
   }

@@ -52,7 +52,8 @@
       limitersView(view, { cursor: null, substr: search.value.trim() });
     } }, search, el("button", { type: "submit" }, "Filter"));
     fill(view,
-      el("p", {}, `${number(data.size)} limiters registered`),
+      // Counted here, not with D.count, which dashboards older than this script lack.
+      el("p", {}, `${number(data.size)} ${data.size === 1 ? "limiter" : "limiters"} registered`),
       form,
       D.table(["Limiter", "Type", "Usage", "Frees up", "Options", "Counters", ""], rows),
       D.pager(view, chosen.cursor, data.cursor, (next) => limitersView(view, { cursor: next, substr: chosen.substr })));

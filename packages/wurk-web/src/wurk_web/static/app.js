@@ -66,6 +66,8 @@ function duration(seconds) {
 }
 
 const number = (n) => Number(n || 0).toLocaleString();
+// "1 job", "1,234 jobs": a count with its noun, in the plural unless it is one.
+const count = (n, noun, nouns) => `${number(n)} ${Number(n) === 1 ? noun : nouns || `${noun}s`}`;
 const short = (value, size) => {
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return text && text.length > size ? text.slice(0, size - 1) + "…" : text;
@@ -82,19 +84,50 @@ function button(label, handler, options) {
   return el("button", { type: "button", class: opts.danger ? "danger" : null, "data-change": opts.change ? "1" : null, onclick: handler }, label);
 }
 
-// A control that changes something: absent in read-only mode; asks first when destructive.
+// A control that changes something: absent in read-only mode; asks first when
+// destructive (`confirm`, a question or a function of the ticked rows); then
+// says what it did, in the sentence the server answers with ("message"). With
+// `pick` (from selectable()), it acts on the ticked rows, given to `run`, and
+// says so when none is ticked rather than sending an empty change.
 function action(view, label, run, options) {
   if (READ_ONLY) return null;
   const opts = { ...(options || {}), change: true };
   return button(label, async () => {
-    if (opts.confirm && !window.confirm(opts.confirm)) return;
+    const chosen = opts.pick ? opts.pick.chosen() : undefined;
+    if (chosen && !chosen.length) {
+      notice(view, "Nothing is selected: tick the rows to act on first.");
+      return;
+    }
+    const question = typeof opts.confirm === "function" ? opts.confirm(chosen) : opts.confirm;
+    if (question && !window.confirm(question)) return;
     try {
-      const result = await run();
+      const result = await run(chosen);
       if (opts.after) await opts.after(result);
+      if (result && typeof result.message === "string") notice(view, result.message);
     } catch (error) {
       notice(view, error.message, "error");
     }
   }, opts);
+}
+
+// A message for the next page this tab shows, for an action that leaves the
+// page it was started on (a job's detail, back to its list): kept in the tab's
+// sessionStorage, never in the address, so no link can make the dashboard say
+// something.
+const CARRIED = "wurk-dashboard-notice";
+
+function carry(message) {
+  try { window.sessionStorage.setItem(CARRIED, message); } catch (error) { /* storage off: no message */ }
+}
+
+function carried() {
+  try {
+    const message = window.sessionStorage.getItem(CARRIED);
+    window.sessionStorage.removeItem(CARRIED);
+    return message;
+  } catch (error) {
+    return null;
+  }
 }
 
 function table(headers, rows, caption) {
@@ -253,10 +286,10 @@ async function queueView(view, params, cursor) {
       { danger: true, after: again }))));
   const head = [READ_ONLY ? null : pick.all, "Job", "Arguments", "JID", "Enqueued", ""].filter((h) => h !== null);
   fill(view,
-    el("p", {}, `${number(data.size)} jobs, latency ${duration(data.latency)}`, data.paused ? el("span", { class: "badge warn" }, "paused") : null),
+    el("p", {}, `${count(data.size, "job")}, latency ${duration(data.latency)}`, data.paused ? el("span", { class: "badge warn" }, "paused") : null),
     el("div", { class: "toolbar" },
-      action(view, "Delete selected", () => post(`api/queues/${q(name)}/delete`, { jids: pick.chosen() }),
-        { danger: true, confirm: "Delete the selected jobs?", after: again })),
+      action(view, "Delete selected", (jids) => post(`api/queues/${q(name)}/delete`, { jids }),
+        { danger: true, pick, confirm: (jids) => `Delete ${count(jids.length, "selected job")}?`, after: again })),
     table(head, rows),
     pager(view, cursor, data.cursor, (next) => queueView(view, params, next)));
 }
@@ -291,13 +324,14 @@ async function setView(view, kind, state) {
     setView(view, kind, { cursor: null, q: search.value.trim() });
   } }, search, el("button", { type: "submit" }, "Filter"));
   const bulk = data.actions.map((name) => action(view, `${ACTION_LABELS[name]} selected`,
-    () => post(`api/sets/${kind}/${name}`, { ids: pick.chosen() }),
-    { danger: DANGEROUS.has(name), confirm: DANGEROUS.has(name) ? `${ACTION_LABELS[name]} the selected jobs?` : null, after: again }));
+    (ids) => post(`api/sets/${kind}/${name}`, { ids }),
+    { danger: DANGEROUS.has(name), pick, after: again,
+      confirm: DANGEROUS.has(name) ? (ids) => `${ACTION_LABELS[name]} ${count(ids.length, "selected job")}?` : null }));
   const whole = data.set_actions.map((name) => action(view, `${ACTION_LABELS[name]} all`,
     () => post(`api/sets/${kind}/${name}/all`),
-    { danger: true, confirm: `${ACTION_LABELS[name]} all ${number(data.size)} jobs?`, after: () => setView(view, kind) }));
+    { danger: true, confirm: `${ACTION_LABELS[name]} ${data.size === 1 ? "the 1 job" : `all ${count(data.size, "job")}`}?`, after: () => setView(view, kind) }));
   fill(view,
-    el("p", {}, `${number(data.size)} jobs`, data.truncated ? el("span", { class: "badge warn" }, "search stopped early: results are partial") : null),
+    el("p", {}, count(data.size, "job"), data.truncated ? el("span", { class: "badge warn" }, "search stopped early: results are partial") : null),
     form, el("div", { class: "toolbar" }, bulk, whole),
     table([READ_ONLY ? null : pick.all, "When", "Job", "Queue", "Arguments", "Error"].filter((h) => h !== null), rows),
     pager(view, current.cursor, data.cursor, (next) => setView(view, kind, { cursor: next, q: current.q })));
@@ -313,7 +347,10 @@ async function entryView(view) {
     fill(view, el("p", { class: "notice error", role: "alert" }, error.message), el("a", { href: kind }, "Back"));
     return;
   }
-  const back = () => { location.href = kind; };
+  const back = (result) => {
+    if (result && result.message) carry(result.message);
+    location.href = kind;
+  };
   const fields = [
     ["Job", data.class], ["Queue", data.queue], ["JID", data.jid], ["When", when(data.at)],
     ["Enqueued", when(data.enqueued_at)], ["Created", when(data.created_at)], ["Failed", when(data.failed_at)],
@@ -387,7 +424,7 @@ async function searchView(view) {
       el("td", {}, row.jid), el("td", { class: "args" }, short(row.args, 160)),
       el("td", { class: "error" }, row.error_class || "")));
     fill(results, data.truncated ? el("p", { class: "badge warn" }, "The search stopped early: results are partial.") : "",
-      table(["Where", "Job", "JID", "Arguments", "Error"], rows, `${rows.length} found`));
+      table(["Where", "Job", "JID", "Arguments", "Error"], rows, `${number(rows.length)} found`));
   }
   fill(view, el("form", { class: "filter", role: "search", onsubmit: (event) => {
     event.preventDefault();
@@ -411,7 +448,7 @@ const VIEWS = {
 // values are text too and its controls disappear in read-only mode.
 
 window.WurkDashboard = Object.freeze({
-  READ_ONLY, el, fill, api, post, q, when, timeCell, duration, number, short, notice, button, action,
+  READ_ONLY, el, fill, api, post, q, when, timeCell, duration, number, count, short, notice, button, action,
   table, cards, pager, selectable,
   view(name, draw) {
     if (VIEWS[name]) throw new Error(`the dashboard view ${name} is defined twice`);
@@ -427,8 +464,11 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     const draw = VIEWS[view.dataset.view];
     if (draw) {
-      Promise.resolve(draw(view, params)).then(() => view.setAttribute("data-ready", "1"),
-        (error) => { notice(view, error.message, "error"); view.setAttribute("data-ready", "1"); });
+      Promise.resolve(draw(view, params)).then(() => {
+        const message = carried();
+        if (message) notice(view, message);
+        view.setAttribute("data-ready", "1");
+      }, (error) => { notice(view, error.message, "error"); view.setAttribute("data-ready", "1"); });
     }
   }
 });

@@ -100,7 +100,9 @@ def _signal(request: DashboardRequest, action: str) -> dict[str, Any]:
         process.quiet() if action == "quiet" else process.stop()
     except EmbeddedProcessError as exc:
         raise WebError(409, str(exc)) from None
-    return {"identity": identity, "signal": action}
+    told = "to stop fetching jobs" if action == "quiet" else "to shut down"
+    message = f"Asked {identity} {told}; it acts on its next heartbeat."
+    return {"identity": identity, "signal": action, "message": message}
 
 
 def quiet_process(request: DashboardRequest) -> dict[str, Any]:

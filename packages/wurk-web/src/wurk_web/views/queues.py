@@ -14,7 +14,7 @@ from typing import Any
 from wurk.api import JobRecord, Queue, Stats
 from wurk.plugins.web import WebError
 from wurk.redis import keys
-from wurk_web.present import job_summary
+from wurk_web.present import counted, job_summary
 from wurk_web.request import DashboardRequest
 
 PAGE_LIMIT = 25
@@ -65,14 +65,14 @@ def pause_queue(request: DashboardRequest) -> dict[str, Any]:
     """Stop workers fetching from the queue (``Queue.pause``)."""
     queue = _queue(request)
     queue.pause()
-    return {"name": queue.name, "paused": True}
+    return {"name": queue.name, "paused": True, "message": f"Paused {queue.name}: workers take nothing from it."}
 
 
 def unpause_queue(request: DashboardRequest) -> dict[str, Any]:
     """Let workers fetch from the queue again (``Queue.unpause``)."""
     queue = _queue(request)
     queue.unpause()
-    return {"name": queue.name, "paused": False}
+    return {"name": queue.name, "paused": False, "message": f"Unpaused {queue.name}."}
 
 
 def clear_queue(request: DashboardRequest) -> dict[str, Any]:
@@ -80,11 +80,16 @@ def clear_queue(request: DashboardRequest) -> dict[str, Any]:
     queue = _queue(request)
     size = queue.size
     queue.clear()
-    return {"name": queue.name, "cleared": size}
+    return {"name": queue.name, "cleared": size, "message": f"Cleared {queue.name}: deleted {counted(size, 'job')}."}
 
 
 def delete_jobs(request: DashboardRequest) -> dict[str, Any]:
     """Remove the jobs ``{"jids": [...]}`` from the queue (``Queue.delete_job``)."""
     queue = _queue(request)
-    deleted = sum(queue.delete_job(jid) for jid in request.body_list("jids"))
-    return {"name": queue.name, "deleted": deleted}
+    jids = request.body_list("jids")
+    deleted = sum(queue.delete_job(jid) for jid in jids)
+    message = f"Deleted {counted(deleted, 'job')} from {queue.name}"
+    gone = len(jids) - deleted
+    if gone > 0:
+        message += f"; {gone} {'was' if gone == 1 else 'were'} gone already"
+    return {"name": queue.name, "deleted": deleted, "message": message + "."}

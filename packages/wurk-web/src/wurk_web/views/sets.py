@@ -15,7 +15,7 @@ from typing import Any
 
 from wurk.api import DeadSet, JobSet, RetrySet, ScheduledSet, Search, SortedEntry, page_by_score
 from wurk.plugins.web import WebError
-from wurk_web.present import entry_summary, job_detail
+from wurk_web.present import counted, entry_summary, job_detail
 from wurk_web.request import DashboardRequest
 
 PAGE_LIMIT = 25
@@ -35,6 +35,26 @@ ENTRY_ACTIONS: dict[str, Callable[[SortedEntry], object]] = {
     "kill": SortedEntry.kill,
     "add_to_queue": SortedEntry.add_to_queue,
 }
+
+
+#: What each action did, as the page says it once done ("Retried 3 jobs").
+DONE = {
+    "retry": "Retried {}",
+    "delete": "Deleted {}",
+    "kill": "Moved {} to the dead set",
+    "add_to_queue": "Added {} to their queues",
+}
+
+
+def outcome(action: str, done: int, missing: int = 0, refused: int = 0) -> str:
+    """The sentence an action answers with: ``Retried 2 jobs; 1 was gone already.``"""
+    parts = [DONE[action].format(counted(done, "job"))]
+    if missing:
+        parts.append(f"{missing} {'was' if missing == 1 else 'were'} gone already")
+    if refused:
+        what = "is not a JSON job and stays" if refused == 1 else "are not JSON jobs and stay"
+        parts.append(f"{counted(refused, 'entry', 'entries')} {what}")
+    return "; ".join(parts) + "."
 
 
 def _job_set(request: DashboardRequest) -> tuple[str, JobSet]:
@@ -113,7 +133,14 @@ def act_on_entries(request: DashboardRequest) -> dict[str, Any]:
             refused += 1
             continue
         done, missing = (done + 1, missing) if acted else (done, missing + 1)
-    return {"kind": kind, "action": action, "done": done, "missing": missing, "refused": refused}
+    return {
+        "kind": kind,
+        "action": action,
+        "done": done,
+        "missing": missing,
+        "refused": refused,
+        "message": outcome(action, done, missing, refused),
+    }
 
 
 def add_all_to_queue(job_set: JobSet) -> tuple[int, int]:
@@ -146,4 +173,5 @@ def act_on_set(request: DashboardRequest) -> dict[str, Any]:
     else:
         done = job_set.size
         job_set.clear()
-    return {"kind": kind, "action": action, "done": done, "refused": refused}
+    message = outcome(action, done, 0, refused)
+    return {"kind": kind, "action": action, "done": done, "refused": refused, "message": message}

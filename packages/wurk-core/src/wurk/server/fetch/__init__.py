@@ -15,13 +15,15 @@ The states a claimed job goes through, and the ledger's books that track it
         v                                                             |
     QUEUED  in the public queue ``queue:<q>``                         |
         |                           |                                 |
-        | core.fetch: a processor   | BLMOVE then core.adopt: a       |
-        | thread, for itself, the   | waiter, one job (a suspect that |
-        | idle threads and ahead    | may not run alone now goes  ----+ (1)
+        | core.fetch: a processor   | BLMOVE (+ core.adopt): a waiter |
+        | thread, for itself, the   | or a lone queue's idle thread,  |
+        | idle threads and ahead    | one job (a suspect that may     |
+        |                           | not run alone now goes back) ---+ (1)
         v                           v                                 |
     +-- CLAIMED  in the private list; ``outstanding``, in ``held`` -+ |
     |   |                           |                               | |
-    |   | the claim's first job     | the others, and a waiter's    | |
+    |   | the claim's first job,    | the others, and a waiter's    | |
+    |   | and a thread's own        |                               | |
     |   |                           v                               | |
     |   |                   LOCAL  ``local``  --- unstarted -------------+ (2)
     |   |                           |                               | |
@@ -65,8 +67,10 @@ Which module owns which transition:
   It never talks to Redis.
 * :mod:`wurk.server.fetch.gate`: the lone suspect's rule across every fetcher of
   the process (:class:`~wurk.server.fetch.gate.SoloGate`).
-* :mod:`wurk.server.fetch.waiters`: QUEUED to CLAIMED to LOCAL for a waiter's
-  ``BLMOVE``, while every queue is empty; unblocked by a quiet.
+* :mod:`wurk.server.fetch.waiters`: the blocking claims of one job while every
+  queue is empty, unblocked by a quiet: with one queue, an idle thread's own
+  ``BLMOVE`` (QUEUED to CLAIMED to RUNNING: it runs what it takes, with no
+  hand-off); with several, a waiter's (QUEUED to CLAIMED to LOCAL).
 * :mod:`wurk.server.fetch.reconcile`: UNTRACKED back to QUEUED (4), and the sweep
   of the private lists at shutdown.
 * :mod:`wurk.server.fetch.suspects`: the marks of suspects, their clock, and the

@@ -79,6 +79,8 @@ class ClaimLedger:
         self.held = 0
         #: Processor threads waiting for a job.
         self.idle = 0
+        #: Processor threads blocked in a claim of their own (one queue only).
+        self.blocking = 0
         #: Claims whose call is under way; a reconcile waits for none.
         self.in_flight = 0
         #: Acknowledgements travelling with the claims in flight: their jobs
@@ -178,7 +180,10 @@ class ClaimLedger:
             base = self.held - len(acks)
             # An acknowledged async job leaves with this call: its lent room goes with it.
             lent = len(self.lent) - sum(1 for uow in acks if uow in self.lent) if self.lent else 0
-            wanted = max(0, min(1 + self.idle + prefetch(), self.bound(lent) - base))
+            # No claim ahead while threads block on the queue themselves: what
+            # they would find in the local buffer they see only once unblocked.
+            ahead = 0 if self.blocking else prefetch()
+            wanted = max(0, min(1 + self.idle + ahead, self.bound(lent) - base))
             if not wanted and not acks:
                 return None
             self.held += wanted
@@ -257,6 +262,30 @@ class ClaimLedger:
             self.held += 1
         self.in_flight += 1
         return True
+
+    def reserve_own(self) -> bool:
+        """Room for a thread's own blocking claim of one job, taken only while
+        every queue was found empty, nothing waits in the local buffer and no
+        suspect runs alone; the thread counts as ``blocking`` until
+        :meth:`end_own`."""
+        if not self.empty or self.local or self.alone is not None or self.stopping.is_set():
+            return False
+        if not self.reserve_one(0):
+            return False
+        self.blocking += 1
+        return True
+
+    def end_own(self) -> None:
+        """A thread's own blocking claim is over."""
+        self.blocking -= 1
+        self.end_claim()
+
+    def took(self, uow: UnitOfWork) -> None:
+        """A thread's own blocking claim brought ``uow``, which it runs now."""
+        self.outstanding[(uow.private, uow.job)] = uow
+        self.running.add(uow)
+        if uow.alone:
+            self.alone = uow
 
     def blocked_claim_came_back_empty(self) -> None:
         """A waiter's ``BLMOVE`` timed out with nothing: its room is free."""
@@ -394,7 +423,9 @@ class ClaimLedger:
             failures.append("a job lent to the event loop is not outstanding")
         if self.held < len(self.outstanding):
             failures.append(f"held {self.held} < {len(self.outstanding)} outstanding")
-        for name in ("idle", "in_flight", "sending"):
+        if self.blocking > self.in_flight:
+            failures.append(f"blocking {self.blocking} > {self.in_flight} claims in flight")
+        for name in ("idle", "blocking", "in_flight", "sending"):
             if getattr(self, name) < 0:
                 failures.append(f"{name} is {getattr(self, name)}")
         if (self.sending or self.solo) and not self.in_flight:

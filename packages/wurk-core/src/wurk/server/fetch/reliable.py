@@ -22,7 +22,7 @@ from wurk.server.fetch.ledger import ClaimLedger
 from wurk.server.fetch.reconcile import Reconciler
 from wurk.server.fetch.suspects import SuspectClock, apply_mark
 from wurk.server.fetch.unit import UnitOfWork
-from wurk.server.fetch.waiters import Waiters
+from wurk.server.fetch.waiters import WAITER_PAUSE, Waiters
 from wurk.server.reaper import RECOVERY_TTL
 
 if TYPE_CHECKING:
@@ -60,6 +60,11 @@ class ReliableFetcher:
         self.ledger = ClaimLedger(self.limit)
         self.ledger.lent_ahead = async_ahead(int(self.config.option("async_concurrency") or 0))
         self.waiters = Waiters(capsule, self.ledger, self._private, self._running_key, self.poll_interval, self._unit)
+        #: With one queue, an idle thread blocks on it itself and runs what it
+        #: claims at once, as a Ruby Sidekiq thread does: no waiter, and no
+        #: hand-off between threads, stands between a job's push and its start.
+        #: With several, the waiters block for the idle threads, in ranks.
+        self._own_claims = len(self._names) == 1
         self.reconciler = Reconciler(self.ledger, self.pool, self.scripts, self._private, self._running_key)
         self.clock = SuspectClock(self.config, self.ledger, self.pool, self._running_key)
         #: How many jobs to claim beyond the threads waiting right now; the
@@ -111,14 +116,34 @@ class ReliableFetcher:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or ledger.stopping.is_set():
                     return None
-                ledger.thread_idles()
-                if ledger.empty:
-                    self.waiters.start()
-                    ledger.wake.notify_all()
-                try:
-                    ledger.work.wait(remaining)
-                finally:
-                    ledger.thread_wakes()
+                own = self._own_claims and ledger.reserve_own()
+                if not own:
+                    self._idle(remaining)
+                    continue
+            try:
+                uow = self.waiters.claim_for_thread(remaining)
+            finally:
+                with ledger.lock:
+                    ledger.end_own()
+            if uow is not None:
+                with ledger.lock:
+                    ledger.took(uow)
+                return uow
+
+    def _idle(self, remaining: float) -> None:
+        """Wait (ledger lock held) for a job another part claims: a waiter's,
+        or a claim ahead."""
+        ledger = self.ledger
+        ledger.thread_idles()
+        if ledger.empty and not self._own_claims:
+            self.waiters.start()
+            ledger.wake.notify_all()
+        try:
+            # A thread that claims for itself waits here only while the bound
+            # is full or a lone suspect runs: it looks again soon.
+            ledger.work.wait(min(remaining, WAITER_PAUSE) if self._own_claims else remaining)
+        finally:
+            ledger.thread_wakes()
 
     def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
         """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;

@@ -178,7 +178,10 @@ class Waiters:
                 if self.blocked_ids.get(key) is None:
                     self.blocked_ids[key] = client.client_id()
                 if claiming:
-                    self._claim_blocking(client, name)
+                    uow = self._claim_blocking(client, name, self.poll_interval)
+                    if uow is not None:
+                        with ledger.lock:
+                            ledger.adopted(uow)
                 elif client.blmove(keys.queue(name), keys.queue(name), timeout, "RIGHT", "RIGHT"):
                     with ledger.lock:  # watched, not claimed: a thread claims it
                         ledger.work.notify()
@@ -193,9 +196,44 @@ class Waiters:
                     with ledger.lock:
                         ledger.end_claim()
 
-    def _claim_blocking(self, client: Any, name: str) -> None:
+    def claim_for_thread(self, timeout: float) -> UnitOfWork | None:
+        """A processor thread's own claim of one job from the capsule's one
+        queue (room reserved by the caller: :meth:`ClaimLedger.reserve_own`),
+        blocking up to ``timeout`` seconds: the job it brings, checked, is the
+        thread's to run at once, with no hand-off between threads.
+
+        Each thread blocks on a connection of its own, which a quiet
+        unblocks like a waiter's.
+        """
+        key = f"thread-{threading.get_ident()}"
+        pool = self.pools.get(key)
+        if pool is None:
+            pool = self.pools[key] = self.config.new_redis_pool(
+                1, f"{self.capsule.name}-own-{threading.current_thread().name}", read_timeout=self.poll_interval + 1
+            )
+        client = pool.client
+        name = self.names[0]
+        try:
+            if name in self._paused_queues(client):
+                with self.ledger.lock:
+                    self.ledger.blocked_claim_came_back_empty()
+                self.ledger.stopping.wait(min(timeout, PAUSED_CACHE_SECONDS))
+                return None
+            if self.blocked_ids.get(key) is None:
+                self.blocked_ids[key] = client.client_id()
+        except BaseException:
+            with self.ledger.lock:
+                self.ledger.blocked_claim_came_back_empty()
+            raise
+        try:
+            return self._claim_blocking(client, name, timeout)
+        except BaseException:
+            self.blocked_ids[key] = None  # a new connection comes with a new id
+            raise
+
+    def _claim_blocking(self, client: Any, name: str, timeout: float) -> UnitOfWork | None:
         """``BLMOVE`` one job (a claim of one reserved by the caller), then
-        check it against the suspect rules.
+        check it against the suspect rules: the job to run, or ``None``.
 
         The check costs a round trip only while the suspects set is not
         empty (a crash in the last 72 hours): the set's size comes back in
@@ -208,7 +246,7 @@ class Waiters:
         public, private = keys.queue(name), self.private[name]
         try:
             pipe = client.pipeline(transaction=False)
-            pipe.blmove(public, private, self.poll_interval, "RIGHT", "LEFT")
+            pipe.blmove(public, private, timeout, "RIGHT", "LEFT")
             pipe.scard(keys.SUSPECTS)
             raw, suspects = pipe.execute()
         except BaseException:
@@ -218,29 +256,28 @@ class Waiters:
         if raw is None:
             with ledger.lock:
                 ledger.blocked_claim_came_back_empty()
-            return
+            return None
         job = text(raw)
         if ledger.stopping.is_set():  # quieted while blocked: straight back to the queue's tail
             self.scripts.call("core.requeue", client, [private, public], [job])
             with ledger.lock:
                 ledger.blocked_claim_gave_back()
-            return
+            return None
         if not suspects:
-            uow = self.unit(name, job, 0)
-            with ledger.lock:
-                ledger.adopted(uow)
-            return
+            return self.unit(name, job, 0)
         with ledger.lock:
             alone_ok = ledger.go_solo()
         try:
-            self._adopt(client, name, public, private, job, alone_ok)
+            return self._adopt(client, name, public, private, job, alone_ok)
         finally:
             if alone_ok:
                 with ledger.lock:
                     ledger.end_solo()
 
-    def _adopt(self, client: Any, name: str, public: str, private: str, job: str | bytes, alone_ok: bool) -> None:
-        """Mark or give back a job just claimed; keep it for an idle thread."""
+    def _adopt(
+        self, client: Any, name: str, public: str, private: str, job: str | bytes, alone_ok: bool
+    ) -> UnitOfWork | None:
+        """Mark or give back a job just claimed: the job to run, or ``None``."""
         ledger = self.ledger
         try:
             mark = adopt(self.scripts, client, self.running_key, public, private, job, alone_ok)
@@ -252,7 +289,5 @@ class Waiters:
             with ledger.lock:
                 ledger.blocked_claim_gave_back()
             ledger.stopping.wait(WAITER_PAUSE)  # a suspect that must run alone: others may take it
-            return
-        uow = self.unit(name, job, mark)
-        with ledger.lock:
-            ledger.adopted(uow)
+            return None
+        return self.unit(name, job, mark)
