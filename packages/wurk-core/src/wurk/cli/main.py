@@ -392,7 +392,15 @@ def main(argv: list[str] | None = None) -> None:
 
 def run_group(config: Config, argv: list[str] | None, prog: str) -> None:
     """Build the ``wurk`` group on ``config`` and run it on ``argv`` as ``prog``
-    (``wurk``, or a host's own command such as ``manage.py wurk``)."""
+    (``wurk``, or a host's own command such as ``manage.py wurk``).
+
+    With ``--json`` the log lines go to stderr, from before the plugins load
+    (which may warn), so that stdout is the JSON alone.
+    """
+    if "--json" in (sys.argv[1:] if argv is None else argv):
+        from wurk.server.logger import keep_stdout_for_data
+
+        keep_stdout_for_data()
     try:
         group = build(config)
     except WurkError as exc:  # a plugin that cannot load: no command can run

@@ -152,6 +152,18 @@ class JSON(WurkFormatter):
         return json.dumps(fields, ensure_ascii=False, default=str)
 
 
+#: Set by a command whose stdout is data for a script (``--json``): its log
+#: lines, which otherwise share stdout, go to stderr.
+_data_on_stdout = False
+
+
+def keep_stdout_for_data() -> None:
+    """Send the log lines that would go to stdout to stderr from now on, so
+    that a command's ``--json`` output stays parseable whatever it logs."""
+    global _data_on_stdout
+    _data_on_stdout = True
+
+
 class ReopenableStreamHandler(logging.StreamHandler[TextIO]):
     """A stream handler that can reopen its file, for ``SIGUSR2`` log rotation.
 
@@ -167,7 +179,9 @@ class ReopenableStreamHandler(logging.StreamHandler[TextIO]):
 
     @property
     def stream(self) -> Any:
-        return sys.stdout if getattr(self, "_follows_stdout", False) else self._stream
+        if getattr(self, "_follows_stdout", False):
+            return sys.stderr if _data_on_stdout else sys.stdout
+        return self._stream
 
     @stream.setter
     def stream(self, value: Any) -> None:
