@@ -17,7 +17,10 @@ reaches a route, in this order:
 
 Every response carries a content security policy that allows scripts from
 the dashboard itself only, so an argument that slipped into the page as
-markup could still not run.
+markup could still not run, and forbids framing (``frame-ancestors 'none'``,
+and ``X-Frame-Options: DENY`` for browsers that predate it), so no other
+page can overlay the dashboard's buttons to trick a click.
+See docs/security.md for the whole threat model.
 """
 
 from __future__ import annotations
@@ -44,8 +47,9 @@ SECURITY_HEADERS = [
     (
         b"content-security-policy",
         b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        b"connect-src 'self'; frame-ancestors 'self'; base-uri 'self'; form-action 'self'",
+        b"connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'",
     ),
+    (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"same-origin"),
 ]

@@ -9,6 +9,11 @@ worker process, last in the boot sequence, and closes it at shutdown.
   younger than ``ready_window`` seconds; 503 otherwise.
 * Any other path is a 404 and any other method a 405, both with a JSON body.
 
+The port is for probes, so it answers with as little as they need: no
+request is echoed back, every answer is ``nosniff`` and ``no-store``, and a
+connection that sends nothing for :data:`REQUEST_TIMEOUT` seconds is closed,
+so idle connections cannot pile up threads in the worker (docs/security.md).
+
 Port sharing (``share=True``): several worker processes of one host or pod
 (a swarm's children) are configured with the same port, and a probe needs
 only one of them to answer. The first to bind serves; each of the others
@@ -42,6 +47,10 @@ __all__ = ["SHARE_RETRY", "HealthCheck", "share_port"]
 
 #: Seconds the accept loop waits for a request before it checks for a stop request.
 POLL = 0.2
+
+#: Seconds a connection may stay silent before it is closed: a probe sends
+#: its request at once, an idle or trickling connection only holds a thread.
+REQUEST_TIMEOUT = 5.0
 
 
 class HealthCheck(Component):
@@ -197,10 +206,15 @@ def _handler_for(check: HealthCheck) -> type[BaseHTTPRequestHandler]:
     routes = {"/live": check.live, "/ready": check.ready}
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT
+        # The default names the Python version: nothing a probe needs.
+        server_version = "wurk"
+        sys_version = ""
+
         def do_GET(self) -> None:
             route = routes.get(self.path.split("?", 1)[0])
             if route is None:
-                self._reply(404, {"error": f"no route {self.path}; try /live or /ready"})
+                self._reply(404, {"error": "no such route; try /live or /ready"})
             else:
                 self._reply(*route())
 
@@ -214,6 +228,8 @@ def _handler_for(check: HealthCheck) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Cache-Control", "no-store")
             self.end_headers()
             self.wfile.write(data)
 
