@@ -310,3 +310,13 @@ def test_the_live_stream_is_json_in_events(config, redis, web):
     data = [line[len("data: ") :] for line in body.splitlines() if line.startswith("data: ")]
     assert data
     assert all(json.loads(line) is not None for line in data)
+
+
+def test_a_search_result_links_to_its_queue_whatever_the_name(config, redis, web):
+    # A name written straight into Redis, with the characters that would end
+    # a path (``?``, ``#``) or leave it (``/..``) if the link were not encoded.
+    name = "a/../../api/queues?x=1#y"
+    redis.sadd(keys.QUEUES, name)
+    redis.lpush(keys.queue(name), json.dumps({"class": "app.jobs.Hello", "args": ["needle"], "jid": "abc"}))
+    [row] = web.get("/api/search", params={"q": "needle"}).json()["results"]
+    assert row["page"] == "queues/a%2F..%2F..%2Fapi%2Fqueues%3Fx%3D1%23y"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from wurk.api import JobRecord, Search, SortedEntry, SortedSet
 from wurk.metrics import BUCKET_LABELS, Query, Result
@@ -90,7 +91,7 @@ def search(request: DashboardRequest) -> dict[str, Any]:
     for row in found.results():
         if row.kind == "queues":
             summary = job_summary(JobRecord(row.value, row.name, config=request.config))
-            rows.append({"kind": "queues", "name": row.name, "page": f"queues/{row.name}", **summary})
+            rows.append({"kind": "queues", "name": row.name, "page": f"queues/{quote(row.name, safe='')}", **summary})
         else:
             holder = SortedSet(row.name, config=request.config, pool=request.pool)
             summary = entry_summary(SortedEntry(holder, row.score or 0.0, row.value))
