@@ -128,3 +128,39 @@ def html_escaped(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def planted(redis, jid: str, data: bytes) -> str:
+    """A profile in Python's format whose data was written by someone else."""
+    key = f"mallory-{jid}"
+    redis.zadd("profiles", {key: time.time() + 60})
+    fields = {"started_at": int(time.time()), "token": "mallory", "type": "app.jobs.X", "jid": jid, "format": "pstats"}
+    redis.hset(key, mapping={**fields, "filename": "x.prof", "elapsed": 0.5, "data": data, "size": len(data)})
+    return key
+
+
+def gzip_bomb(size: int) -> bytes:
+    """``size`` zero bytes, gzipped a chunk at a time (never held whole)."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1024 * 1024)
+    return b"".join(packer.compress(chunk) for _ in range(size // len(chunk))) + packer.flush()
+
+
+def test_profile_data_written_by_someone_else_is_refused_not_a_crash(config, redis, web):
+    # The dashboard unpacks a profile from Redis: whoever can write Redis
+    # chooses those bytes (docs/security.md). Too large once unpacked, or
+    # not shaped like a pstats table, the profile is refused with a reason.
+    bomb = planted(redis, "b" * 24, gzip_bomb(profiler.MAX_TABLE_BYTES + 1024 * 1024))
+    shapeless = planted(redis, "s" * 24, gzip.compress(marshal.dumps({("a.py", 1, "f"): "not a row"})))
+    not_a_key = planted(redis, "k" * 24, gzip.compress(marshal.dumps({"key": (1, 1, 0.1, 0.1, {})})))
+    truncated = planted(redis, "t" * 24, gzip.compress(marshal.dumps({}))[:-6])
+    cases = [(bomb, "larger than"), (shapeless, "pstats table"), (not_a_key, "pstats table"), (truncated, "")]
+    for key, reason in cases:
+        answer = web.get("/api/profiles/entry", params={"key": key})
+        assert answer.status_code == 422, (key, answer.status_code)
+        assert "not a Python profile" in answer.json()["error"]
+        assert reason in answer.json()["error"]
+        page = web.get("/profiles/entry", params={"key": key})
+        assert page.status_code == 422, key

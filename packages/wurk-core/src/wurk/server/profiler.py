@@ -28,6 +28,7 @@ import marshal
 import pstats
 import threading
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -45,6 +46,10 @@ T = TypeVar("T")
 EXPIRY = 86400
 #: The ``format`` field of a profile this module wrote.
 FORMAT = "pstats"
+#: The most a stored profile may unpack to. A job's table is a few hundred
+#: kilobytes; the data comes from Redis, so anyone who can write there could
+#: otherwise store a few kilobytes that unpack to gigabytes in the reader.
+MAX_TABLE_BYTES = 64 * 1024 * 1024
 #: The longest ``profile`` value a push accepts: it becomes part of a Redis key.
 MAX_TOKEN = 200
 
@@ -109,14 +114,49 @@ def encode(profiler: cProfile.Profile) -> bytes:
 
 def decode(data: bytes) -> pstats.Stats:
     """A stored profile's data as ``pstats.Stats``; ``ValueError`` when it is
-    not one this module wrote (a Ruby Vernier profile, say)."""
+    not one this module wrote (a Ruby Vernier profile, say).
+
+    The data is read from Redis, so it is checked before ``pstats`` sees it:
+    unpacked to at most :data:`MAX_TABLE_BYTES`, and shaped like the table
+    ``cProfile`` makes. ``marshal`` builds values only and runs no code, but
+    it is not hardened against crafted input (docs/security.md).
+    """
     try:
-        table = marshal.loads(gzip.decompress(data))
-    except (OSError, EOFError, ValueError, TypeError) as exc:
+        table = marshal.loads(_gunzip(data, MAX_TABLE_BYTES))
+    except (OSError, EOFError, ValueError, TypeError, zlib.error) as exc:
         raise ValueError(f"not a Python profile: {exc}") from None
-    if not isinstance(table, dict):
+    if not isinstance(table, dict) or not all(_is_row(where, row) for where, row in table.items()):
         raise ValueError("not a Python profile: the data is not a pstats table")
     return pstats.Stats(_Loaded(table))  # type: ignore[arg-type]
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    unpacker = zlib.decompressobj(wbits=31)  # a gzip stream, as encode() writes it
+    table = unpacker.decompress(data, limit + 1)
+    if len(table) > limit:
+        raise ValueError(f"the data unpacks to larger than {limit // (1024 * 1024)} MB")
+    if not unpacker.eof:
+        raise ValueError("the gzip stream is truncated")
+    return table
+
+
+def _is_where(where: Any) -> bool:
+    """A pstats function key: ``(path, line, name)``."""
+    return (
+        isinstance(where, tuple)
+        and len(where) == 3
+        and isinstance(where[0], str)
+        and isinstance(where[1], int)
+        and isinstance(where[2], str)
+    )
+
+
+def _is_row(where: Any, row: Any) -> bool:
+    """A pstats row: calls, primitive calls, own and cumulative time, callers."""
+    if not _is_where(where) or not isinstance(row, tuple) or len(row) != 5:
+        return False
+    *numbers, callers = row
+    return all(isinstance(number, int | float) for number in numbers) and isinstance(callers, dict)
 
 
 class Timing(NamedTuple):

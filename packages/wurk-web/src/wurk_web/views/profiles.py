@@ -76,6 +76,15 @@ def summary(record: ProfileRecord) -> dict[str, Any]:
     }
 
 
+def _top(record: ProfileRecord, limit: int) -> list[Any]:
+    """The profile's top functions; 422 when its data is not a profile Wurk
+    wrote (anyone who can write Redis can store anything there)."""
+    try:
+        return record.top(limit)
+    except ValueError as exc:
+        raise WebError(422, f"profile {record.key!r}: {exc}") from None
+
+
 def _timing(row: Any) -> dict[str, Any]:
     """A :class:`wurk.server.profiler.Timing` as JSON (it is a named tuple)."""
     return dict(row._asdict())
@@ -94,7 +103,7 @@ def profile_detail(request: DashboardRequest) -> dict[str, Any]:
     """One profile (``?key=``) and its top functions by cumulative time (``top``, Python profiles only)."""
     record = _record(request)
     top = request.int_param("top", TOP_FUNCTIONS, 1, MAX_LIMIT)
-    functions = [_timing(row) for row in record.top(top)] if record.python else None
+    functions = [_timing(row) for row in _top(record, top)] if record.python else None
     return {**summary(record), "functions": functions}
 
 
@@ -197,7 +206,7 @@ def render_detail(request: DashboardRequest) -> str:
         )
         return f"{head}{note}</div>{SCRIPT}"
     top = request.int_param("top", TOP_FUNCTIONS, 1, MAX_LIMIT)
-    return f"{head}{_functions(record.top(top))}</div>{SCRIPT}"
+    return f"{head}{_functions(_top(record, top))}</div>{SCRIPT}"
 
 
 def _functions(rows: list[Any]) -> str:
