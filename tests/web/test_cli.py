@@ -83,3 +83,44 @@ def test_the_demo_prints_the_dashboard_url_and_the_dashboard_shows_its_jobs(tmp_
     finally:
         demo.stop()
     assert not answering(f"{url}api/stats")
+
+
+def test_wurk_web_on_loopback_refuses_a_rebound_host_name(tmp_path, redis_url, redis):
+    # DNS rebinding: a page at attacker.example re-points its own name at
+    # 127.0.0.1, so its requests are "same-origin" to the browser. Only the
+    # Host header tells them apart, and a loopback dashboard refuses it.
+    redis.set("stat:processed", 12)
+    port = free_port()
+    web = Subprocess(
+        [WURK, "web", "--port", str(port), "--allowed-host", "wurk.internal"],
+        log=tmp_path / "web.log",
+        env={"REDIS_URL": redis_url},
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(lambda: answering(f"{base}/api/stats"), timeout=30)
+        rebound = {"Host": f"attacker.example:{port}"}
+        read = httpx.get(f"{base}/api/stats", headers=rebound)
+        assert read.status_code == 400
+        assert "12" not in read.text
+        forged = {**rebound, "Origin": f"http://attacker.example:{port}", "Sec-Fetch-Site": "same-origin"}
+        assert httpx.post(f"{base}/api/queues/default/pause", json={}, headers=forged).status_code == 400
+        assert redis.smembers("paused") == set()
+        for name in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "wurk.internal", "LOCALHOST"):
+            assert httpx.get(f"{base}/api/stats", headers={"Host": name}).json()["processed"] == 12, name
+    finally:
+        web.stop()
+
+
+def test_allowed_hosts_refuse_every_other_name(config):
+    import wurk_web
+    from tests.web.live import client_for
+
+    with client_for(wurk_web.create_app(config, allowed_hosts=["dash.example"])) as client:
+        assert client.get("/api/stats", headers={"Host": "dash.example"}).status_code == 200
+        assert client.get("/static/wurk/app.js", headers={"Host": "dash.example:8443"}).status_code == 200
+        refused = client.get("/", headers={"Host": "other.example"})
+        assert refused.status_code == 400
+        assert refused.headers["x-frame-options"] == "DENY"
+    with client_for(wurk_web.create_app(config)) as client:  # none given: any host, as before
+        assert client.get("/api/stats", headers={"Host": "other.example"}).status_code == 200

@@ -152,6 +152,7 @@ def create_app(
     authorization: Authorization | None = None,
     middleware: Sequence[Callable[[ASGIApp], ASGIApp]] = (),
     trusted_origins: Collection[str] = (),
+    allowed_hosts: Collection[str] = (),
     poll_seconds: float = POLL_SECONDS,
 ) -> ASGIApp:
     """The dashboard for ``config`` (the process default when None), as an ASGI app.
@@ -161,7 +162,10 @@ def create_app(
     falsey answer is a 403; it may be async); each of ``middleware`` wraps the
     application (the first one outermost), for sessions or logins of your own;
     ``trusted_origins`` lists other origins (``"https://admin.example.com"``)
-    allowed to send changes, for a dashboard behind a proxy that rewrites the host.
+    allowed to send changes, for a dashboard behind a proxy that rewrites the host;
+    ``allowed_hosts``, when given, lists the only host names (``"localhost"``,
+    no port) a request's ``Host`` header may name, against DNS rebinding; the
+    others are a 400 (your framework's own host check does this when mounted).
     """
     from wurk_web import __version__
 
@@ -174,7 +178,13 @@ def create_app(
     config.plugins.call.register_web(dashboard)
     settings = Settings(config, dashboard, read_only_mode(config, read_only), poll_seconds)
     app: ASGIApp = Starlette(routes=routes(settings, __version__))
-    app = Guard(app, read_only=settings.read_only, authorization=authorization, trusted_origins=trusted_origins)
+    app = Guard(
+        app,
+        read_only=settings.read_only,
+        authorization=authorization,
+        trusted_origins=trusted_origins,
+        allowed_hosts=allowed_hosts,
+    )
     for wrapper in reversed(middleware):
         app = wrapper(app)
     return app

@@ -3,6 +3,12 @@
 Every request, to a core page or a plugin's, passes :class:`Guard` before it
 reaches a route, in this order:
 
+0. with ``allowed_hosts``, the ``Host`` header must name one of them: a page
+   on another site that re-points its own name at the dashboard's address
+   (DNS rebinding) makes the browser treat the dashboard as that site, so
+   the cross-site check below would see nothing wrong; the host it sends
+   gives it away (``wurk web`` on a loopback address allows only loopback
+   names);
 1. the ``authorization(request, method, path)`` hook, when one is given: a
    falsey answer is a 403;
 2. read-only mode: any method but GET and HEAD is a 403;
@@ -64,6 +70,14 @@ def relative_path(scope: Scope) -> str:
     return path or "/"
 
 
+def host_name(request: Request) -> str:
+    """The ``Host`` header's name, lowercased, without its port (``[::1]:80`` is ``::1``)."""
+    host = request.headers.get("host", "").strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
 def own_origin(request: Request) -> str:
     url = request.url
     return f"{url.scheme}://{url.netloc}"
@@ -92,11 +106,13 @@ class Guard:
         read_only: bool,
         authorization: Authorization | None,
         trusted_origins: Collection[str] = (),
+        allowed_hosts: Collection[str] = (),
     ) -> None:
         self.app = app
         self.read_only = read_only
         self.authorization = authorization
         self.trusted_origins = frozenset(trusted_origins)
+        self.allowed_hosts = frozenset(host.lower() for host in allowed_hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,6 +134,8 @@ class Guard:
         """``(status, reason)`` when the request must not go through."""
         method = request.method.upper()
         path = relative_path(request.scope)
+        if self.allowed_hosts and host_name(request) not in self.allowed_hosts:
+            return 400, f"this dashboard does not serve the host {host_name(request)!r}"
         if self.authorization is not None:
             allowed = self.authorization(request, method, path)
             if inspect.isawaitable(allowed):
