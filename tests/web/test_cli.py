@@ -124,3 +124,27 @@ def test_allowed_hosts_refuse_every_other_name(config):
         assert refused.headers["x-frame-options"] == "DENY"
     with client_for(wurk_web.create_app(config)) as client:  # none given: any host, as before
         assert client.get("/api/stats", headers={"Host": "other.example"}).status_code == 200
+
+
+def test_wurk_web_on_every_interface_warns_that_it_has_no_login(tmp_path, redis_url):
+    port = free_port()
+    web = Subprocess(
+        [WURK, "web", "--host", "0.0.0.0", "--port", str(port)], log=tmp_path / "web.log", env={"REDIS_URL": redis_url}
+    )
+    try:
+        wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
+        # No host list on a network address: any name is served (the warning says to add a login).
+        assert httpx.get(f"http://127.0.0.1:{port}/api/stats", headers={"Host": "dash.example"}).status_code == 200
+    finally:
+        web.stop()
+    assert "warning: the dashboard has no login of its own" in web.output()
+
+
+def test_wurk_web_on_loopback_does_not_warn(tmp_path, redis_url):
+    port = free_port()
+    web = Subprocess([WURK, "web", "--port", str(port)], log=tmp_path / "web.log", env={"REDIS_URL": redis_url})
+    try:
+        wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
+    finally:
+        web.stop()
+    assert "warning" not in web.output()

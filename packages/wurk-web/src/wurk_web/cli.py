@@ -62,5 +62,12 @@ def web_command(
         raise
     except outage.FAILURES as exc:  # Redis not there yet: say so now, and serve 503s until it is
         outage.report(config, exc)
+    if host.strip("[]") not in LOOPBACK:
+        click.echo(
+            f"warning: the dashboard has no login of its own, and anyone who reaches {host}:{port} can read "
+            "every job and change any of them: serve it behind a proxy that authenticates, or mount it in "
+            "your application behind its login (docs/security.md)",
+            err=True,
+        )
     click.echo(f"dashboard: http://{host}:{port}/ (Ctrl-C stops it)")
     uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off")
