@@ -30,6 +30,7 @@ import errno
 import json
 import socketserver
 import time
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -222,6 +223,12 @@ def _handler_for(check: HealthCheck) -> type[BaseHTTPRequestHandler]:
             self._reply(405, {"error": f"{self.command} is not allowed; use GET"})
 
         do_POST = do_PUT = do_DELETE = do_PATCH = _not_allowed
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            # The standard library's error page is HTML quoting the request
+            # line; a probe needs the status, and the body stays JSON.
+            self.close_connection = True
+            self._reply(code, {"error": HTTPStatus(code).phrase.lower()})
 
         def _reply(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()
