@@ -91,3 +91,11 @@ urlpatterns
 # create_parser builds a CommandParser, and call_command's words must reach
 # wurk's own parser untouched.
 _.__class__
+
+# The health port's request handler: attributes and a method the standard
+# library's BaseHTTPRequestHandler reads by name (its Server header, its
+# error page, whether to close the connection).
+server_version
+sys_version
+send_error
+_.close_connection
