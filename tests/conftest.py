@@ -19,7 +19,7 @@ from wurk.plugins.manager import DISABLE_ENV
 from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy
 
-from .helpers import new_server, server_kind, tls_mode
+from .helpers import new_server, proxy_tls, server_kind, tls_mode
 
 
 def pytest_report_header() -> str:
@@ -78,8 +78,9 @@ def config(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[wurk.Con
 @pytest.fixture
 def fault_proxy(server: ServerProcess) -> Iterator[FaultProxy]:
     """A proxy in front of the test server that loses replies and cuts
-    connections on demand (``wurk.testing.faults``)."""
-    with FaultProxy(server.port) as proxy:
+    connections on demand (``wurk.testing.faults``). In front of a TLS-only
+    server it speaks TLS to the server and plain Redis to its clients."""
+    with FaultProxy(server.port, tls=proxy_tls(server)) as proxy:
         yield proxy
 
 

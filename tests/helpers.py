@@ -8,6 +8,7 @@ import functools
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -50,6 +51,16 @@ def tls_files() -> TLSFiles:
     directory = Path(tempfile.mkdtemp(prefix="wurk-tls-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return make_tls_files(directory)
+
+
+def proxy_tls(server: ServerProcess) -> ssl.SSLContext | None:
+    """What a fault proxy needs to reach ``server``: a TLS context holding
+    the client certificate when the server speaks TLS only, else None."""
+    if server.tls is None:
+        return None
+    context = ssl.create_default_context(cafile=str(server.tls.ca))
+    context.load_cert_chain(str(server.tls.client_cert), str(server.tls.client_key))
+    return context
 
 
 def new_server(**kwargs: object) -> ServerProcess:
