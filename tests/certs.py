@@ -25,7 +25,9 @@ def _name(common_name: str) -> x509.Name:
 def _write(path: Path, key: Key | None, cert: x509.Certificate | None) -> Path:
     if key is not None:
         path.write_bytes(
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
         )
     if cert is not None:
         path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))

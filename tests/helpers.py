@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import atexit
 import functools
+import os
 import re
 import shutil
 import signal

@@ -100,11 +100,13 @@ def _probe(where: str, host: str, port: int, uses_tls: bool, options: Mapping[st
     try:
         if uses_tls and certfile:
             context.load_cert_chain(certfile, options.get("ssl_keyfile"), options.get("ssl_password"))
-        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT) as raw:
-            with context.wrap_socket(raw, server_hostname=host) as sock:
-                handshook = True
-                sock.sendall(b"PING\r\n")
-                answer = sock.recv(64)
+        with (
+            socket.create_connection((host, port), timeout=PROBE_TIMEOUT) as raw,
+            context.wrap_socket(raw, server_hostname=host) as sock,
+        ):
+            handshook = True
+            sock.sendall(b"PING\r\n")
+            answer = sock.recv(64)
     except ssl.SSLError as exc:
         if not uses_tls:
             return _plain_on_tls(where) if handshook else None

@@ -427,7 +427,7 @@ class FaultProxy:
         self._close(link)
 
     @staticmethod
-    def _recv(sock: socket.socket) -> bytes:
+    def _recv(sock: socket.socket | _TLSUpstream) -> bytes:
         try:
             return sock.recv(65536)
         except OSError:
