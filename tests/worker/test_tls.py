@@ -219,3 +219,26 @@ def test_the_client_raises_a_configuration_error_at_once(tls_server, tls):
             config.redis_pool.ping()
     finally:
         config.reset_redis_pools()
+
+
+def test_a_tls_url_for_a_plain_port_is_named(tmp_path):
+    with ServerProcess(redis_binary()) as plain:
+        line = one_line_failure(run_cli("stats", url=bare_url(plain)))
+    assert "did not complete a TLS handshake" in line
+    assert "use a redis:// URL" in line
+
+
+def test_a_tls_server_that_goes_away_after_answering_is_an_outage_not_a_certificate_problem(tls, tmp_path):
+    """Once a pool has had an answer, a dropped connection is retried and
+    reported as unreachable: no handshake probe, no configuration error."""
+    server = ServerProcess(redis_binary(), tls=tls).start()
+    config = wurk.Config()
+    config.redis = {"url": server.url}
+    try:
+        assert config.redis_pool.ping()
+        server.kill()
+        with pytest.raises(wurk.RedisConnectionError):
+            config.redis_pool.ping()
+    finally:
+        config.reset_redis_pools()
+        server.stop()

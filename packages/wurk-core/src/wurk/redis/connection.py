@@ -270,7 +270,7 @@ class RedisPool:
         read_timeout = opts.pop("read_timeout", DEFAULT_READ_TIMEOUT)
         opts.pop("write_timeout", None)  # redis-py has one socket timeout for both directions
         opts.pop("reconnect_attempts", None)  # the rules above decide the attempts
-        self._tls_options = {key: value for key, value in opts.items() if key == "ssl" or key.startswith("ssl_")}
+        self._tls_options = {key: value for key, value in opts.items() if key.startswith("ssl_")}
         #: Whether the server ever answered: until then a dropped connection
         #: may be a TLS mismatch, worth one diagnosing handshake.
         self._answered = False

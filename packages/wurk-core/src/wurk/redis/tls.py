@@ -32,10 +32,10 @@ CLIENT_CERT_OPTIONS = "set ssl_certfile and ssl_keyfile (in config.redis, the YA
 
 
 def tls_options(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``ssl_*`` options in force: the URL's query, overridden by ``options``
-    (as redis-py merges them)."""
-    found: dict[str, Any] = {key: value for key, value in parse_qsl(urlsplit(url).query) if key.startswith("ssl")}
-    found.update({key: value for key, value in options.items() if key.startswith("ssl")})
+    """The ``ssl_*`` options in force: ``options``, overridden by the URL's
+    query (redis-py lets the query win)."""
+    found: dict[str, Any] = {key: value for key, value in options.items() if key.startswith("ssl_")}
+    found.update({key: value for key, value in parse_qsl(urlsplit(url).query) if key.startswith("ssl_")})
     return found
 
 
@@ -46,7 +46,7 @@ def tls_problem(url: str, options: Mapping[str, Any], exc: BaseException, *, fir
     ``options`` the pool's other options, where ``ssl_*`` keys may be.
     """
     parts = urlsplit(url)
-    uses_tls = parts.scheme == "rediss" or bool(options.get("ssl"))
+    uses_tls = parts.scheme == "rediss"
     where = f"Redis at {parts.hostname}:{parts.port or 6379}"
     causes = list(_chain(exc))
     for cause in causes:
