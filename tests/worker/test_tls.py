@@ -242,3 +242,13 @@ def test_a_tls_server_that_goes_away_after_answering_is_an_outage_not_a_certific
     finally:
         config.reset_redis_pools()
         server.stop()
+
+
+def test_a_key_passphrase_in_the_url_is_masked_like_the_password():
+    from wurk.redis.connection import mask_url
+
+    url = "rediss://:s3cret@redis.internal:6380/0?ssl_keyfile=/k.pem&ssl_password=phrase&ssl_cert_reqs=required"
+    assert mask_url(url) == (
+        "rediss://:***@redis.internal:6380/0?ssl_keyfile=/k.pem&ssl_password=***&ssl_cert_reqs=required"
+    )
+    assert mask_url("rediss://redis.internal/0?ssl_password=phrase") == "rediss://redis.internal/0?ssl_password=***"

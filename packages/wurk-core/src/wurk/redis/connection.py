@@ -176,7 +176,8 @@ def _host_port(entry: Any) -> tuple[str, int]:
 
 
 def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***``, safe to log.
+    """The URL with its password (and any ``…password`` in its query)
+    replaced by ``***``, safe to log.
 
     Also masks ``user:secret@host`` written without a scheme, which
     ``urlsplit`` would read as a scheme and a path: a malformed URL is exactly
@@ -189,13 +190,15 @@ def mask_url(url: str) -> str:
         password, port = parts.password, parts.port
     except ValueError:  # a port that is not a number
         return re.sub(r"(://[^@/]*?:)[^@/]*@", r"\1***@", url)
+    # A query may carry a secret too: ``ssl_password`` (a client key's passphrase).
+    query = re.sub(r"((?:^|&)[^=&]*password=)[^&]*", r"\1***", parts.query)
     if password is None:
-        return url
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
     userinfo = f"{parts.username or ''}:***"
     host = parts.hostname or ""
     if port is not None:
         host = f"{host}:{port}"
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, query, parts.fragment))
 
 
 def check_url(url: str) -> None:
