@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from wurk.redis.servers import ServerProcess, TLSFiles, redis_binary, valkey_binary
 
@@ -61,6 +62,16 @@ def proxy_tls(server: ServerProcess) -> ssl.SSLContext | None:
     context = ssl.create_default_context(cafile=str(server.tls.ca))
     context.load_cert_chain(str(server.tls.client_cert), str(server.tls.client_key))
     return context
+
+
+def url_for(port: int, db: int = 0, userinfo: str = "") -> str:
+    """A URL for a test server on ``port`` with another database or a
+    password: ``rediss://`` with the client's TLS options in its query in TLS
+    mode, so that a test building its own URL reaches the server either way."""
+    at = f"{userinfo}@" if userinfo else ""
+    if not tls_mode():
+        return f"redis://{at}127.0.0.1:{port}/{db}"
+    return f"rediss://{at}127.0.0.1:{port}/{db}?{urlencode(tls_files().client_options())}"
 
 
 def new_server(**kwargs: object) -> ServerProcess:
