@@ -252,3 +252,11 @@ def test_a_key_passphrase_in_the_url_is_masked_like_the_password():
         "rediss://:***@redis.internal:6380/0?ssl_keyfile=/k.pem&ssl_password=***&ssl_cert_reqs=required"
     )
     assert mask_url("rediss://redis.internal/0?ssl_password=phrase") == "rediss://redis.internal/0?ssl_password=***"
+
+
+def test_a_client_certificate_from_another_ca_is_named(tls_server, tls, tmp_path):
+    stranger = make_tls_files(tmp_path / "stranger")
+    query = f"ssl_ca_certs={tls.ca}&ssl_certfile={stranger.client_cert}&ssl_keyfile={stranger.client_key}"
+    line = one_line_failure(run_cli("stats", url=f"{bare_url(tls_server)}?{query}"))
+    assert "refused the client certificate" in line
+    assert "signed by a CA the server trusts" in line

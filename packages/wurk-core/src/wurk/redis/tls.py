@@ -28,6 +28,18 @@ from urllib.parse import parse_qsl, urlsplit
 #: for this long is no evidence either way.
 PROBE_TIMEOUT = 1.0
 
+#: The alerts by which a server turns down the certificate a client showed
+#: (OpenSSL's reason codes end so, after a TLSV1_/SSLV3_ prefix).
+REFUSED_CERTIFICATE_ALERTS = (
+    "_ALERT_UNKNOWN_CA",
+    "_ALERT_BAD_CERTIFICATE",
+    "_ALERT_DECRYPT_ERROR",
+    "_ALERT_CERTIFICATE_EXPIRED",
+    "_ALERT_CERTIFICATE_REVOKED",
+    "_ALERT_CERTIFICATE_UNKNOWN",
+    "_ALERT_UNSUPPORTED_CERTIFICATE",
+)
+
 CLIENT_CERT_OPTIONS = "set ssl_certfile and ssl_keyfile (in config.redis, the YAML redis: section or the URL's query)"
 
 
@@ -42,8 +54,9 @@ def tls_options(url: str, options: Mapping[str, Any]) -> dict[str, Any]:
 def tls_problem(url: str, options: Mapping[str, Any], exc: BaseException, *, first_contact: bool) -> str | None:
     """Why connecting to ``url`` failed, when TLS is the reason; else ``None``.
 
-    ``url`` is the one shown in the message (masked by the caller);
-    ``options`` the pool's other options, where ``ssl_*`` keys may be.
+    ``options`` are the pool's ``ssl_*`` options besides the URL's query.
+    The message names the host and port only, never the URL, which may
+    hold a password.
     """
     parts = urlsplit(url)
     uses_tls = parts.scheme == "rediss"
@@ -64,8 +77,13 @@ def tls_problem(url: str, options: Mapping[str, Any], exc: BaseException, *, fir
                 f"{where}: the client's TLS certificate or key could not be loaded. ssl_certfile and ssl_keyfile "
                 "must be PEM files of one key pair (both set), the key unencrypted or ssl_password set."
             )
-        if isinstance(cause, ssl.SSLError) and cause.reason in ("TLSV13_ALERT_CERTIFICATE_REQUIRED",):
+        if isinstance(cause, ssl.SSLError) and cause.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED":
             return f"{where} requires a client certificate and got none: {CLIENT_CERT_OPTIONS}."
+        if isinstance(cause, ssl.SSLError) and (cause.reason or "").endswith(REFUSED_CERTIFICATE_ALERTS):
+            return (
+                f"{where} refused the client certificate ({cause.reason}). ssl_certfile must be signed by a CA "
+                "the server trusts (its tls-ca-cert-file), be current, and match ssl_keyfile."
+            )
     if not first_contact or parts.scheme not in ("redis", "rediss") or parts.hostname is None:
         return None
     if uses_tls and any(isinstance(cause, TimeoutError) and "handshake" in str(cause) for cause in causes):
