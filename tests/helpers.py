@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from wurk.redis.servers import ServerProcess, TLSFiles, redis_binary, valkey_binary
 
@@ -72,6 +72,13 @@ def url_for(port: int, db: int = 0, userinfo: str = "") -> str:
     if not tls_mode():
         return f"redis://{at}127.0.0.1:{port}/{db}"
     return f"rediss://{at}127.0.0.1:{port}/{db}?{urlencode(tls_files().client_options())}"
+
+
+def with_db(url: str, db: int) -> str:
+    """``url`` pointed at database ``db``, its query (a TLS test server's
+    options) kept."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
 
 
 def new_server(**kwargs: object) -> ServerProcess:
