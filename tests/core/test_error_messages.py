@@ -16,7 +16,7 @@ import pytest
 import redis as redis_py
 
 import wurk
-from tests.helpers import new_server
+from tests.helpers import new_server, url_for
 from wurk.errors import ConfigurationError, RedisConnectionError
 from wurk.redis.connection import RedisPool, check_url, mask_url
 from wurk.redis.servers import free_port
@@ -100,7 +100,7 @@ def test_a_url_without_scheme_hides_its_password():
 @pytest.mark.parametrize("command", [["stats"], ["processes"], ["-r", "APP"]], ids=["stats", "processes", "worker"])
 def test_a_database_the_server_lacks_is_a_configuration_error(command, app, server):
     args = [str(app) if arg == "APP" else arg for arg in command]
-    url = f"redis://127.0.0.1:{server.port}/99"
+    url = url_for(server.port, 99)
     result = wurk_command(*args, redis_url=url)
     assert result.returncode == 2
     line = one_line(result)
@@ -114,11 +114,12 @@ def test_refused_credentials_are_a_configuration_error():
         control = redis_py.Redis.from_url(locked.url)
         control.config_set("requirepass", "right")
         control.close()
-        wrong = f"redis://:wrong@127.0.0.1:{locked.port}/0"
+        wrong = url_for(locked.port, userinfo=":wrong")
         result = wurk_command("stats", redis_url=wrong)
         assert result.returncode == 2
         line = one_line(result)
-        assert f"Redis at redis://:***@127.0.0.1:{locked.port}/0 refused the credentials" in line
+        assert f"Redis at {mask_url(wrong)} refused the credentials" in line
+        assert mask_url(wrong).startswith(("redis://:***@127.0.0.1:", "rediss://:***@127.0.0.1:"))
         assert ":wrong@" not in result.stderr
         assert "password in REDIS_URL" in line
     finally:
@@ -158,7 +159,7 @@ def test_perform_async_with_a_url_without_scheme_fails_before_connecting():
 
 
 def test_a_pool_on_a_missing_database_says_so(server):
-    url = f"redis://127.0.0.1:{server.port}/99"
+    url = url_for(server.port, 99)
     pool = RedisPool({"url": url}, size=1, name="probe")
     try:
         with pytest.raises(ConfigurationError, match=r"has no database 99"):

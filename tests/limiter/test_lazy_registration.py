@@ -17,7 +17,7 @@ import pytest
 import redis as redis_py
 
 import wurk
-from tests.helpers import Subprocess
+from tests.helpers import Subprocess, with_db
 from wurk import current
 from wurk_limiter import Limiter
 from wurk_limiter.middleware import LimiterMiddleware
@@ -162,7 +162,7 @@ def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(confi
     on db 1 (``wurk.current_config()``), and the limiter built without
     ``config=`` registers there."""
     running = wurk.Config()
-    running.redis = {"url": redis_url.rsplit("/", 1)[0] + "/1"}
+    running.redis = {"url": with_db(redis_url, 1)}
     db1 = redis_py.Redis.from_url(running.redis["url"])
     try:
         limiter = Limiter.concurrent("per-job", 1)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import wurk
+from tests.helpers import with_db
 from wurk.server.builtin_middleware import Expiry
 from wurk_limiter import Limiter, LimiterMiddleware, OverLimit, Rescheduled, limiter_config
 
@@ -162,11 +163,11 @@ def test_a_dedicated_pool_takes_the_limiter_traffic(config, redis_url):
     import redis as redis_py
 
     settings = limiter_config(config)
-    settings.redis = {"size": 2, "url": redis_url.rsplit("/", 1)[0] + "/3"}
+    settings.redis = {"size": 2, "url": with_db(redis_url, 3)}
     limiter = Limiter.window("elsewhere", 1, 60)
     with limiter.within_limit():
         pass
-    other = redis_py.Redis.from_url(redis_url.rsplit("/", 1)[0] + "/3")
+    other = redis_py.Redis.from_url(with_db(redis_url, 3))
     try:
         assert other.exists("lmtr-w:elsewhere", "lmtr:elsewhere") == 2
         assert settings.pool() is not config.redis_pool

@@ -4,12 +4,13 @@ process on a port where no server listens, then a real server on that port."""
 
 from __future__ import annotations
 
+import html
 import sys
 from pathlib import Path
 
 import httpx
 
-from tests.helpers import Subprocess, new_server, wait_for
+from tests.helpers import Subprocess, new_server, url_for, wait_for
 from wurk.redis.connection import mask_url
 from wurk.redis.servers import free_port
 
@@ -26,7 +27,7 @@ def answering(url: str) -> httpx.Response | None:
 
 def test_pages_answer_503_naming_the_server_and_work_again_when_it_is_back(tmp_path):
     redis_port, web_port = free_port(), free_port()
-    url = f"redis://:s3cret@127.0.0.1:{redis_port}/0"
+    url = url_for(redis_port, userinfo=":s3cret")
     base = f"http://127.0.0.1:{web_port}"
     log = tmp_path / "web.log"
     web = Subprocess([WURK, "web", "--port", str(web_port)], log=log, env={"REDIS_URL": url})
@@ -38,7 +39,7 @@ def test_pages_answer_503_naming_the_server_and_work_again_when_it_is_back(tmp_p
         page = httpx.get(f"{base}/queues", timeout=10)
         assert page.status_code == 503
         assert page.headers["retry-after"] == "5"
-        assert said in page.text
+        assert html.escape(said) in page.text  # a URL's query has & in it
         assert "works again as soon as Redis answers" in page.text
         assert "s3cret" not in page.text
 

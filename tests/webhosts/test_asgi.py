@@ -14,7 +14,7 @@ import pytest
 
 import wurk
 import wurk_web
-from tests.helpers import ROOT, wait_for
+from tests.helpers import ROOT, wait_for, with_db
 from tests.web.live import client_for
 from wurk.contrib.asgi import WurkLifespan, WurkMiddleware, mount_dashboard, wurk_lifespan
 from wurk.errors import ConfigurationError
@@ -109,7 +109,7 @@ def test_handlers_push_through_the_applications_own_configuration(config, redis_
     from fastapi import FastAPI
 
     own = wurk.Config()
-    own.redis = {"url": redis_url.rsplit("/", 1)[0] + "/3"}
+    own.redis = {"url": with_db(redis_url, 3)}
     try:
         app = FastAPI(lifespan=WurkLifespan({"queues": ["default"]}, config=own))
         app.add_middleware(WurkMiddleware, config=own)

@@ -13,7 +13,7 @@ from flask import Flask, request
 
 import wurk
 import wurk_web
-from tests.helpers import WorkerPool, wait_for
+from tests.helpers import WorkerPool, wait_for, with_db
 from wurk.contrib.flask import Wurk
 from wurk.errors import ConfigurationError
 from wurk.redis import keys
@@ -134,7 +134,7 @@ def test_app_config_goes_into_the_configuration_and_a_misspelt_key_is_refused(co
 
 def test_handlers_push_through_the_applications_own_configuration(config, redis_url, redis):
     own = wurk.Config()
-    own.redis = {"url": redis_url.rsplit("/", 1)[0] + "/3"}
+    own.redis = {"url": with_db(redis_url, 3)}
     try:
         app = Flask(__name__)
         Wurk(app, config=own)

@@ -26,6 +26,8 @@ A URL that cannot work (no scheme, a database that is not a whole number, a
 database the server does not have) is a :class:`wurk.errors.ConfigurationError`
 naming the URL, raised when the pool is built or on its first use: retrying
 cannot fix it, and redis-py's own messages do not say which setting is wrong.
+So is a TLS problem (a certificate not trusted, a client certificate missing,
+a plain URL for a TLS-only port; see :mod:`wurk.redis.tls`).
 
 redis-py's own retry layer is switched off so that the rules above are the only
 ones in force, and so that the number of attempts is exactly what the
@@ -53,6 +55,7 @@ from redis.retry import Retry
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from wurk.errors import ConfigurationError, LostReplyError, RedisConnectionError
+from wurk.redis.tls import tls_problem
 
 #: The plugin API (docs/plugins.md): a feature's own pool is a RedisPool, and
 #: a URL it shows anyone goes through ``mask_url`` first.
@@ -173,7 +176,8 @@ def _host_port(entry: Any) -> tuple[str, int]:
 
 
 def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***``, safe to log.
+    """The URL with its password (and any ``…password`` in its query)
+    replaced by ``***``, safe to log.
 
     Also masks ``user:secret@host`` written without a scheme, which
     ``urlsplit`` would read as a scheme and a path: a malformed URL is exactly
@@ -186,13 +190,15 @@ def mask_url(url: str) -> str:
         password, port = parts.password, parts.port
     except ValueError:  # a port that is not a number
         return re.sub(r"(://[^@/]*?:)[^@/]*@", r"\1***@", url)
+    # A query may carry a secret too: ``ssl_password`` (a client key's passphrase).
+    query = re.sub(r"((?:^|&)[^=&]*password=)[^&]*", r"\1***", parts.query)
     if password is None:
-        return url
+        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
     userinfo = f"{parts.username or ''}:***"
     host = parts.hostname or ""
     if port is not None:
         host = f"{host}:{port}"
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, query, parts.fragment))
 
 
 def check_url(url: str) -> None:
@@ -267,6 +273,10 @@ class RedisPool:
         read_timeout = opts.pop("read_timeout", DEFAULT_READ_TIMEOUT)
         opts.pop("write_timeout", None)  # redis-py has one socket timeout for both directions
         opts.pop("reconnect_attempts", None)  # the rules above decide the attempts
+        self._tls_options = {key: value for key, value in opts.items() if key.startswith("ssl_")}
+        #: Whether the server ever answered: until then a dropped connection
+        #: may be a TLS mismatch, worth one diagnosing handshake.
+        self._answered = False
         common = {
             "socket_connect_timeout": connect_timeout,
             "socket_timeout": read_timeout,
@@ -304,7 +314,9 @@ class RedisPool:
             attempt += 1
             sends = _sends.count
             try:
-                return operation(self.client)
+                result = operation(self.client)
+                self._answered = True
+                return result
             except (AuthenticationError, AuthorizationError):
                 raise  # wrong credentials: retrying cannot help, and the message says why
             except PoolTimeoutError as exc:
@@ -316,6 +328,10 @@ class RedisPool:
                 time.sleep(random.uniform(0.1, 0.3))
             except (RedisPyConnectionError, RedisPyTimeoutError) as exc:
                 self._drop_idle()
+                problem = tls_problem(self.url, self._tls_options, exc, first_contact=not self._answered)
+                if problem is not None:
+                    self._report(exc, attempt, retried=False)
+                    raise ConfigurationError(problem) from exc
                 if once and _sends.count != sends:
                     self._report(exc, attempt, retried=False)
                     raise LostReplyError(mask_url(self.url), exc) from exc

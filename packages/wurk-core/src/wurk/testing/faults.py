@@ -18,12 +18,18 @@ to which command, pipelines and transactions included: a lost reply is
 dropped only once the server has sent it, which proves the command ran.
 The client's connection is then reset (``SO_LINGER`` 0), as a dropped
 connection looks to a client.
+
+In front of a TLS-only server, pass ``tls=`` an :class:`ssl.SSLContext` for
+the proxy's side of the conversation (the CA, and the client certificate the
+server asks for): the proxy then speaks TLS to the server and plain Redis to
+its own clients, since it must read their commands to inject its faults.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -100,12 +106,75 @@ class _Fault:
     remaining: int
 
 
+class _TLSUpstream:
+    """The proxy's TLS connection to the server, run through memory buffers.
+
+    One thread reads the server while another writes to it; an SSL socket
+    shared that way is not safe, so the TLS state is kept here under a lock
+    and only the plain socket is read and written outside it.
+    """
+
+    def __init__(self, raw: socket.socket, context: ssl.SSLContext, hostname: str) -> None:
+        self.raw = raw
+        self._incoming = ssl.MemoryBIO()
+        self._outgoing = ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=hostname)
+        self._lock = threading.Lock()
+        while True:
+            try:
+                self._tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                data = raw.recv(65536)
+                if not data:
+                    raise ConnectionError("the server closed the connection during the TLS handshake") from None
+                self._incoming.write(data)
+        self._flush()
+
+    def _flush(self) -> None:
+        data = self._outgoing.read()
+        if data:
+            self.raw.sendall(data)
+
+    def sendall(self, data: bytes | bytearray) -> None:
+        with self._lock:
+            self._tls.write(data)
+            self._flush()
+
+    def recv(self, size: int) -> bytes:
+        while True:
+            with self._lock:
+                try:
+                    return self._tls.read(size)
+                except ssl.SSLWantReadError:
+                    pass
+                except ssl.SSLZeroReturnError:
+                    return b""
+                finally:
+                    self._flush()
+            data = self.raw.recv(65536)
+            if not data:
+                return b""
+            with self._lock:
+                self._incoming.write(data)
+
+    def setsockopt(self, *args: Any) -> None:
+        self.raw.setsockopt(*args)
+
+    def shutdown(self, how: int) -> None:
+        self.raw.shutdown(how)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
 @dataclass
 class _Link:
     """One client connection and its server connection."""
 
     client: socket.socket
-    server: socket.socket
+    server: socket.socket | _TLSUpstream
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: Ordinals (0-based, in this connection) of the commands whose reply is lost.
     doomed: set[int] = field(default_factory=set)
@@ -116,8 +185,11 @@ class _Link:
 class FaultProxy:
     """A loopback proxy to one Redis server; see the module docstring."""
 
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, target_port: int, target_host: str = "127.0.0.1", port: int = 0, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.target = (target_host, target_port)
+        self.tls = tls
         self._listener = socket.create_server(("127.0.0.1", port))
         self.port: int = self._listener.getsockname()[1]
         self._links: list[_Link] = []
@@ -258,12 +330,18 @@ class FaultProxy:
             except OSError:
                 return
             try:
-                server = socket.create_connection(self.target, timeout=5)
+                raw = socket.create_connection(self.target, timeout=5)
             except OSError:
                 self._reset(client)
                 continue
-            server.settimeout(None)
-            for sock in (client, server):
+            try:
+                server = _TLSUpstream(raw, self.tls, self.target[0]) if self.tls is not None else raw
+            except OSError:
+                raw.close()
+                self._reset(client)
+                continue
+            raw.settimeout(None)
+            for sock in (client, raw):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             link = _Link(client, server)
             with self._lock:
@@ -349,7 +427,7 @@ class FaultProxy:
         self._close(link)
 
     @staticmethod
-    def _recv(sock: socket.socket) -> bytes:
+    def _recv(sock: socket.socket | _TLSUpstream) -> bytes:
         try:
             return sock.recv(65536)
         except OSError:
