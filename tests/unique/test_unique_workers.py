@@ -100,8 +100,7 @@ def test_an_async_job_releases_its_lock_after_success(unique, redis, unique_work
     assert sorted(redis.lrange("ran", 0, -1)) == [b"async-once:1:wurk-asyncio", b"async-once:2:wurk-asyncio"]
     wait_for(lambda: lock_holders(redis) == [], timeout=10)  # released after success
     again = duplicate("AsyncOnce", 1, 2)
-    assert again is not None
-    assert lock_holders(redis) == [again.encode()]
+    assert again is not None  # the lock was free: the copy is accepted, and the idle worker may run it at once
     wait_for(lambda: redis.llen("ran") == 3 and lock_holders(redis) == [], timeout=30)
     worker.stop()
     assert redis.lrange("ran", 0, -1)[-1] == b"async-once:1:wurk-asyncio"
