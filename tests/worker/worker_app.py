@@ -15,11 +15,12 @@ import time
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk.client.middleware import ServerMiddleware
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 class TenantFromPayload(ServerMiddleware):
