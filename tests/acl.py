@@ -26,6 +26,20 @@ ACL_ENV = "WURK_TEST_ACL"
 DOC = ROOT / "docs" / "deployment.md"
 SECTION = "## A Redis ACL user"
 USER = "wurk"
+#: The user the suite runs as under ``WURK_TEST_ACL=1``: the documented rule
+#: plus the keys in which test jobs running inside Wurk's own pools leave
+#: their evidence (never a command, and no key of Wurk's own).
+SUITE_USER = "wurk-suite"
+_EVIDENCE = """
+    executions ran deaths started events runs poisoned performed metrics healed attempts threads died
+    test:clock clock-reads:* recoveries overrated finished done calls admitted sql seen reports:last peak hold
+    custom crashes around web_child web walking tenants report refused plugin_events parent_bg parent modules
+    leadership last-iteration job_pids identities holders held callbacks_done callbacks awaiting async_pids
+    async_done sync stuck-once stops_once stop_at starts stamped secret-thing seated outcomes odd long ledger:*
+    holding headers gathered failed-once fail_at exhausted custom_parent cmd clock cancel_at bailed acted acl:*
+    loops lock:* once:*
+"""
+SUITE_EVIDENCE_KEYS = _EVIDENCE.split()
 #: Distinctive, so that a test grepping output for it finds only a leak.
 PASSWORD = "acl-Pa55-7f3c9e1d-secret"
 
@@ -46,19 +60,24 @@ def documented_rules() -> list[list[str]]:
     return rules
 
 
-def create_user(admin: redis_py.Redis, password: str = PASSWORD) -> None:
-    """(Re)create the documented user, its password replaced by ``password``."""
-    admin.execute_command("ACL", "DELUSER", USER)
+def create_user(
+    admin: redis_py.Redis, password: str = PASSWORD, *, user: str = USER, evidence: list[str] | None = None
+) -> None:
+    """(Re)create the documented user, its password replaced by ``password``;
+    ``evidence``: key patterns a test may use besides (see ``SUITE_USER``)."""
+    admin.execute_command("ACL", "DELUSER", user)
     for rule in documented_rules():
         rule = [f">{password}" if token.startswith(">") else token for token in rule]
-        admin.execute_command("ACL", "SETUSER", USER, *rule)
+        admin.execute_command("ACL", "SETUSER", user, *rule)
+    if evidence:
+        admin.execute_command("ACL", "SETUSER", user, *(f"~{key}" for key in evidence))
 
 
-def user_url(admin_url: str, password: str = PASSWORD) -> str:
-    return re.sub(r"^redis://", f"redis://{USER}:{password}@", admin_url)
+def user_url(admin_url: str, password: str = PASSWORD, *, user: str = USER) -> str:
+    return re.sub(r"^redis://", f"redis://{user}:{password}@", admin_url)
 
 
-def denials(admin: redis_py.Redis) -> list[dict[str, Any]]:
+def denials(admin: redis_py.Redis, user: str = USER) -> list[dict[str, Any]]:
     """What the server refused the user since the last ``ACL LOG RESET``."""
     entries = admin.execute_command("ACL", "LOG", "128")
     found = []
@@ -66,7 +85,7 @@ def denials(admin: redis_py.Redis) -> list[dict[str, Any]]:
         if isinstance(entry, list):  # RESP2: a flat list of field, value
             entry = dict(zip(entry[::2], entry[1::2], strict=True))
         entry = {_text(key): _text(value) for key, value in entry.items()}
-        if entry.get("username") == USER:
+        if entry.get("username") == user:
             found.append({key: entry.get(key) for key in ("reason", "context", "object", "count")})
     return found
 

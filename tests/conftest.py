@@ -36,7 +36,7 @@ def server() -> Iterator[ServerProcess]:
     try:
         assert client.dbsize() == 0, "a fresh test server must start empty"
         if acl.acl_mode():
-            acl.create_user(client)
+            acl.create_user(client, user=acl.SUITE_USER, evidence=acl.SUITE_EVIDENCE_KEYS)
             # The test applications' own keys are outside the documented rule.
             os.environ[EVIDENCE_ENV] = process.url
     finally:
@@ -60,8 +60,8 @@ def redis_url(server: ServerProcess) -> Iterator[str]:
         client.close()
         return
     client.execute_command("ACL", "LOG", "RESET")
-    yield acl.user_url(server.url)
-    denied = acl.denials(client)
+    yield acl.user_url(server.url, user=acl.SUITE_USER)
+    denied = acl.denials(client, acl.SUITE_USER)
     client.flushall()
     client.close()
     assert not denied, f"the server denied the documented ACL user: {denied}"
