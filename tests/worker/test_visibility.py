@@ -44,10 +44,10 @@ def test_a_failed_job_logs_a_warning_with_its_traceback_in_development(workers, 
     # The job's own frames come first: the processor and the middleware chain
     # around the app's own middleware (worker_app's TenantFromPayload) fold.
     assert re.fullmatch(r"  \[\d+ frames inside Wurk, .* left out; WURK_DEBUG=1 shows them\]", traceback[1])
-    assert traceback[2].endswith('worker_app.py", line 33, in call')
+    assert traceback[2].endswith('worker_app.py", line 32, in call')
     assert "return call_next()" in traceback[3]
     assert re.fullmatch(r"  \[\d+ frames inside Wurk left out\]", traceback[5])
-    assert traceback[6].endswith('worker_app.py", line 73, in perform')
+    assert traceback[6].endswith('worker_app.py", line 72, in perform')
     assert 'raise ValueError(f"boom {key}")' in log
     assert "processor.py" not in log
     # Where the error is kept, every frame stays (Boom keeps its 3 innermost).

@@ -15,12 +15,11 @@ import time
 import redis
 
 import wurk
-from tests.evidence import evidence_url
 from wurk.client.middleware import ServerMiddleware
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(evidence_url())
+    return redis.Redis.from_url(os.environ.get("WURK_TEST_EVIDENCE_URL") or os.environ["REDIS_URL"])
 
 
 class TenantFromPayload(ServerMiddleware):
