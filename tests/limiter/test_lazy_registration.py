@@ -163,7 +163,7 @@ def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(confi
     ``config=`` registers there."""
     running = wurk.Config()
     running.redis = {"url": redis_url.rsplit("/", 1)[0] + "/1"}
-    db1 = redis_py.Redis.from_url(running.redis["url"])
+    db1 = redis_py.Redis(**{**redis.connection_pool.connection_kwargs, "db": 1})  # an administrator, to flush
     try:
         limiter = Limiter.concurrent("per-job", 1)
         middleware = LimiterMiddleware()
