@@ -8,6 +8,7 @@ server, so tests never see each other's keys.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -19,11 +20,15 @@ from wurk.plugins.manager import DISABLE_ENV
 from wurk.redis.servers import ServerProcess
 from wurk.testing.faults import FaultProxy
 
+from . import acl
+from .evidence import EVIDENCE_ENV
 from .helpers import new_server, proxy_tls, server_kind, tls_mode
 
 
 def pytest_report_header() -> str:
-    return f"wurk test server: {server_kind()}" + (" (TLS only, client certificate required)" if tls_mode() else "")
+    tls = " (TLS only, client certificate required)" if tls_mode() else ""
+    mode = f" as the ACL user of docs/deployment.md ({acl.ACL_ENV})" if acl.acl_mode() else ""
+    return f"wurk test server: {server_kind()}{tls}{mode}"
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +37,10 @@ def server() -> Iterator[ServerProcess]:
     client = redis_py.Redis.from_url(process.url)
     try:
         assert client.dbsize() == 0, "a fresh test server must start empty"
+        if acl.acl_mode():
+            acl.create_user(client, user=acl.SUITE_USER, evidence=acl.SUITE_EVIDENCE_KEYS)
+            # The test applications' own keys are outside the documented rule.
+            os.environ[EVIDENCE_ENV] = process.url
     finally:
         client.close()
     yield process
@@ -40,19 +49,31 @@ def server() -> Iterator[ServerProcess]:
 
 @pytest.fixture
 def redis_url(server: ServerProcess) -> Iterator[str]:
-    """The server's URL, with an empty keyspace before and after the test."""
+    """The server's URL, with an empty keyspace before and after the test.
+
+    Under ``WURK_TEST_ACL=1`` it is the URL of the documented ACL user, and a
+    command the server denied that user during the test fails the test."""
     client = redis_py.Redis.from_url(server.url)
     client.flushall()
     client.script_flush()
-    yield server.url
+    if not acl.acl_mode():
+        yield server.url
+        client.flushall()
+        client.close()
+        return
+    client.execute_command("ACL", "LOG", "RESET")
+    yield acl.user_url(server.url, user=acl.SUITE_USER)
+    denied = acl.denials(client, acl.SUITE_USER)
     client.flushall()
     client.close()
+    assert not denied, f"the server denied the documented ACL user: {denied}"
 
 
 @pytest.fixture
-def redis(redis_url: str) -> Iterator[redis_py.Redis]:
-    """A plain client for assertions (bytes replies)."""
-    client = redis_py.Redis.from_url(redis_url)
+def redis(server: ServerProcess, redis_url: str) -> Iterator[redis_py.Redis]:
+    """A plain client for assertions (bytes replies), with every right:
+    assertions and set-up may use commands Wurk itself never sends."""
+    client = redis_py.Redis.from_url(server.url)
     yield client
     client.close()
 

@@ -21,12 +21,13 @@ from typing import Any
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk_batches import Batch, BatchJob, Status, keys
 from wurk_limiter import Limiter
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 def tick() -> int:

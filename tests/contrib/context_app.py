@@ -8,12 +8,12 @@ list ``seen``.
 from __future__ import annotations
 
 import json
-import os
 from contextvars import ContextVar
 
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk.current import current_job
 
 tenant: ContextVar[str] = ContextVar("tenant")
@@ -37,7 +37,7 @@ def note(label: str) -> None:
         "locale": locale.get(),
         "fields": sorted(key for key in ("tenant", "request_id", "locale") if key in payload),
     }
-    redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("seen", json.dumps(seen))
+    redis.Redis.from_url(evidence_url()).rpush("seen", json.dumps(seen))
 
 
 class Remember(wurk.Job):

@@ -16,6 +16,7 @@ import redis
 
 import tests.worker.worker_app  # noqa: F401  (its timing knobs)
 import wurk
+from tests.evidence import evidence_url
 from wurk.config.configuration import Config
 
 _clients: dict[int, redis.Redis] = {}
@@ -25,7 +26,7 @@ def evidence() -> redis.Redis:
     """One client per process (a forked child must not share its parent's)."""
     pid = os.getpid()
     if pid not in _clients:
-        _clients[pid] = redis.Redis.from_url(os.environ["REDIS_URL"])
+        _clients[pid] = redis.Redis.from_url(evidence_url())
     return _clients[pid]
 
 

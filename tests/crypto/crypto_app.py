@@ -6,7 +6,6 @@ report a digest of what they received (never the plaintext itself)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from typing import Any
@@ -16,6 +15,7 @@ import redis
 import wurk
 import wurk_crypto
 from tests.crypto.keys import fingerprint, worker_resolver
+from tests.evidence import evidence_url
 
 wurk_crypto.enable(2, worker_resolver)
 
@@ -29,7 +29,7 @@ METRICS = "metrics"
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 def report(key: str, entry: str) -> None:

@@ -13,10 +13,11 @@ import os
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 def broken_cleaner(lines):

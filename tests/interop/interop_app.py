@@ -21,6 +21,7 @@ import time
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 
 RESULTS_KEY = "interop:results"
 COUNTS_KEY = "interop:counts"
@@ -28,7 +29,7 @@ STARTED_KEY = "interop:started"
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 def record(job: wurk.Job, args: list) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 
 _local = threading.local()
 
@@ -24,7 +25,7 @@ _local = threading.local()
 def evidence() -> redis.Redis:
     conn = getattr(_local, "conn", None)
     if conn is None:
-        conn = _local.conn = redis.Redis.from_url(os.environ["REDIS_URL"])
+        conn = _local.conn = redis.Redis.from_url(evidence_url())
     return conn
 
 

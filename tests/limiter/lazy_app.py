@@ -12,6 +12,7 @@ import sys
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk_limiter import Limiter
 
 SEATS = Limiter.concurrent("lazy-seats", 2, wait_timeout=0)
@@ -38,7 +39,7 @@ def forget(client: redis.Redis) -> None:
 
 
 def main() -> int:
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    client = redis.Redis.from_url(evidence_url())
     report: dict[str, bool] = {}
     with SEATS.within_limit():
         pass

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import time
 from typing import Any
@@ -14,12 +13,13 @@ from typing import Any
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk.client.middleware import ServerMiddleware
 from wurk_limiter import Limiter
 
 
 def client() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 class RecordRuns(ServerMiddleware):

@@ -19,13 +19,14 @@ from collections.abc import Callable
 import redis as redis_py
 
 import wurk
+from tests.evidence import evidence_url
 from wurk_limiter import Limiter, OverLimit
 
 
 def configure() -> redis_py.Redis:
     config = wurk.default_config()
     config.redis = {"url": os.environ["REDIS_URL"]}
-    return redis_py.Redis.from_url(os.environ["REDIS_URL"])
+    return redis_py.Redis.from_url(evidence_url())
 
 
 def concurrent(client: redis_py.Redis) -> Callable[[], None]:

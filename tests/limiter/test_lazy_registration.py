@@ -157,13 +157,13 @@ def test_delete_forgets_the_registration_and_a_later_use_writes_it_again(config,
     assert Limiter.names() == ["again"]
 
 
-def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(config, redis, redis_url):
+def test_inside_a_job_a_limiter_without_config_uses_the_jobs_configuration(config, redis, redis_url, server):
     """The default configuration is the suite's (db 0); the job runs under one
     on db 1 (``wurk.current_config()``), and the limiter built without
     ``config=`` registers there."""
     running = wurk.Config()
     running.redis = {"url": with_db(redis_url, 1)}
-    db1 = redis_py.Redis.from_url(running.redis["url"])
+    db1 = redis_py.Redis.from_url(with_db(server.url, 1))  # an administrator, to flush
     try:
         limiter = Limiter.concurrent("per-job", 1)
         middleware = LimiterMiddleware()

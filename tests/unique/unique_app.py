@@ -15,6 +15,7 @@ import redis
 
 import wurk
 import wurk_unique
+from tests.evidence import evidence_url
 
 wurk_unique.enable()
 
@@ -32,7 +33,7 @@ def tune(config: wurk.Config) -> None:
 
 
 def report(entry: str) -> None:
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    client = redis.Redis.from_url(evidence_url())
     try:
         client.rpush(RAN, entry)
     finally:
@@ -75,7 +76,7 @@ class GatedUntilStart(wurk.Job, unique_for=600, unique_until="start"):
 
 
 def gate(job: wurk.Job, n: int) -> None:
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    client = redis.Redis.from_url(evidence_url())
     try:
         client.rpush(EVENTS, json.dumps(["start", n, job.jid, os.getpid()]))
         while client.sismember(HOLD, str(job.jid)):
@@ -89,7 +90,7 @@ class Crasher(wurk.Job, unique_for=600):
     """Notes its start and kills the process running it: a poison pill."""
 
     def perform(self, n: int) -> None:
-        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        client = redis.Redis.from_url(evidence_url())
         client.rpush(EVENTS, json.dumps(["start", n, self.jid, os.getpid()]))
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -102,7 +103,7 @@ async def gather(n: int, total: int) -> None:
     """Note ``n`` started and await until ``total`` have: they go on only
     if they run at once, which on a worker with one thread only the event
     loop allows."""
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    client = redis.Redis.from_url(evidence_url())
     try:
         client.sadd(ASYNC_STARTED, n)
         for _ in range(600):
@@ -127,7 +128,7 @@ class AsyncFailsUntilHealed(wurk.Job, unique_for=600, retry=3):
         await gather(n, total)
         held = wurk_unique.locked(AsyncFailsUntilHealed, [n, total]) == self.jid
         report(f"{n}:{'held' if held else 'free'}")
-        client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        client = redis.Redis.from_url(evidence_url())
         try:
             healed = client.get("healed")
         finally:

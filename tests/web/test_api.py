@@ -116,24 +116,25 @@ def heartbeat(redis, identity: str, *, embedded: bool = False, busy: int = 1) ->
 
 
 def test_busy_lists_processes_and_running_jobs_and_signals_them(config, redis, web):
-    heartbeat(redis, "box:42:abc")
+    heartbeat(redis, "box:42:abc123def456")
     data = web.get("/api/processes").json()
-    assert [p["identity"] for p in data["processes"]] == ["box:42:abc"]
+    assert [p["identity"] for p in data["processes"]] == ["box:42:abc123def456"]
     assert data["processes"][0]["busy"] == 1
     assert data["processes"][0]["labels"] == ["blue"]
     (job,) = data["jobs"]
-    assert (job["class"], job["process"], job["jid"]) == ("app.jobs.Slow", "box:42:abc", jid_of(9))
+    assert (job["class"], job["process"], job["jid"]) == ("app.jobs.Slow", "box:42:abc123def456", jid_of(9))
     assert data["time"] - job["run_at"] >= 5
-    quieted = web.post("/api/processes/quiet", json={"identity": "box:42:abc"})
+    quieted = web.post("/api/processes/quiet", json={"identity": "box:42:abc123def456"})
     assert quieted.status_code == 200
-    assert quieted.json()["message"] == "Asked box:42:abc to stop fetching jobs; it acts on its next heartbeat."
-    assert web.post("/api/processes/stop", json={"identity": "box:42:abc"}).status_code == 200
-    assert redis.lrange(keys.process_signals("box:42:abc"), 0, -1) == [b"TERM", b"TSTP"]
-    assert web.post("/api/processes/stop", json={"identity": "gone:1:x"}).status_code == 404
+    message = "Asked box:42:abc123def456 to stop fetching jobs; it acts on its next heartbeat."
+    assert quieted.json()["message"] == message
+    assert web.post("/api/processes/stop", json={"identity": "box:42:abc123def456"}).status_code == 200
+    assert redis.lrange(keys.process_signals("box:42:abc123def456"), 0, -1) == [b"TERM", b"TSTP"]
+    assert web.post("/api/processes/stop", json={"identity": "gone:1:0123456789ab"}).status_code == 404
 
 
 def test_an_embedded_process_is_not_signalled(config, redis, web):
-    heartbeat(redis, "box:43:emb", embedded=True)
-    answer = web.post("/api/processes/quiet", json={"identity": "box:43:emb"})
+    heartbeat(redis, "box:43:emb000000000", embedded=True)
+    answer = web.post("/api/processes/quiet", json={"identity": "box:43:emb000000000"})
     assert answer.status_code == 409
-    assert not redis.exists(keys.process_signals("box:43:emb"))
+    assert not redis.exists(keys.process_signals("box:43:emb000000000"))

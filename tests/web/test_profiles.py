@@ -58,7 +58,7 @@ def test_the_api_lists_shows_downloads_and_deletes(config, redis, web):
     assert pstats.Stats(profiler._Loaded(table)).total_calls > 465  # type: ignore[attr-defined, arg-type]
     assert web.get("/api/profiles/data", params={"key": ruby}).headers["content-type"] == "application/json"
 
-    deleted = web.post("/api/profiles/delete", json={"keys": [key, "nobody-x"]})
+    deleted = web.post("/api/profiles/delete", json={"keys": [key, "nobody-x00000000000000000000000"]})
     assert deleted.json() == {"deleted": 1}
     assert redis.exists(key) == 0
     assert redis.zrange("profiles", 0, -1) == [ruby.encode()]
@@ -66,9 +66,9 @@ def test_the_api_lists_shows_downloads_and_deletes(config, redis, web):
 
 def test_errors_name_the_problem(config, redis, web):
     assert web.get("/api/profiles/entry").status_code == 400
-    missing = web.get("/api/profiles/entry", params={"key": "nobody-1"})
+    missing = web.get("/api/profiles/entry", params={"key": "nobody-100000000000000000000000"})
     assert missing.status_code == 404
-    assert "nobody-1" in missing.json()["error"]
+    assert "nobody-100000000000000000000000" in missing.json()["error"]
     assert web.get("/api/profiles", params={"cursor": "later"}).status_code == 400
     assert web.post("/api/profiles/delete", json={"keys": []}).status_code == 400
     # Only a listed profile is served: another hash with a data field is not.
@@ -93,7 +93,7 @@ def test_pages_escape_a_hostile_class_and_owner(config, redis, web):
     assert re.search(r"Top \d+ functions by cumulative time", detail.text)
     api = web.get("/api/profiles").json()["profiles"][0]
     assert (api["type"], api["token"]) == (HOSTILE, HOSTILE)  # JSON carries the text as it is
-    assert web.get("/profiles/entry", params={"key": "gone-1"}).status_code == 404
+    assert web.get("/profiles/entry", params={"key": "gone-100000000000000000000000"}).status_code == 404
 
 
 def test_an_empty_list_says_how_to_profile_a_job(config, web):

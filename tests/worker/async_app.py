@@ -14,6 +14,7 @@ import threading
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk.client.middleware import ServerMiddleware
 
 _local = threading.local()
@@ -24,7 +25,7 @@ def evidence() -> redis.Redis:
     # keep theirs, so no call waits for another's connection.
     client = getattr(_local, "client", None)
     if client is None:
-        client = _local.client = redis.Redis.from_url(os.environ["REDIS_URL"])
+        client = _local.client = redis.Redis.from_url(evidence_url())
     return client
 
 

@@ -5,15 +5,15 @@
 from __future__ import annotations
 
 import json
-import os
 
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 class Decrypt(wurk.ServerMiddleware):

@@ -129,7 +129,9 @@ def child(config: Config, index: int, custom: RedisPool, parent_stats: UdpStats,
     assert instance.launcher is not None
     conn.rpush("identities", json.dumps([instance.launcher.identity.pid, os.getpid()]))
     deadline = time.monotonic() + DEADLINE
-    while (conn.hlen("done") < JOBS or conn.hlen("async_done") < ASYNC_JOBS) and time.monotonic() < deadline:
+    while (
+        len(conn.hgetall("done")) < JOBS or len(conn.hgetall("async_done")) < ASYNC_JOBS
+    ) and time.monotonic() < deadline:
         time.sleep(0.05)
     instance.stop()
     return 0

@@ -14,10 +14,11 @@ import sys
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(evidence_url())
 
 
 @wurk.configure_server

@@ -19,6 +19,7 @@ from typing import Any
 import redis
 
 import wurk
+from tests.evidence import evidence_url
 from wurk.api import RetrySet
 from wurk.client.middleware import ServerMiddleware
 from wurk.errors import Interrupted
@@ -101,7 +102,7 @@ class Limited(wurk.Job):
 
 class Sleepy(wurk.Job):
     def perform(self) -> None:
-        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("started", "sleepy")
+        redis.Redis.from_url(evidence_url()).rpush("started", "sleepy")
         time.sleep(60)
 
 
@@ -109,7 +110,7 @@ class StopsOnce(wurk.Job):
     """Stops early at its first run (``Interrupted``) and finishes at its second."""
 
     def perform(self) -> None:
-        if redis.Redis.from_url(os.environ["REDIS_URL"]).incr("stops_once") == 1:
+        if redis.Redis.from_url(evidence_url()).incr("stops_once") == 1:
             raise Interrupted()
 
 
@@ -117,7 +118,7 @@ class Crashes(wurk.Job):
     """Kills the process that runs it, every time: a poison pill."""
 
     def perform(self) -> None:
-        redis.Redis.from_url(os.environ["REDIS_URL"]).rpush("crashes", str(os.getpid()))
+        redis.Redis.from_url(evidence_url()).rpush("crashes", str(os.getpid()))
         os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -243,7 +243,8 @@ def test_job_packages_let_a_worker_import_its_jobs_on_first_use(lookup_workers, 
 
         class Charge(wurk.Job):
             def perform(self, key):
-                redis.Redis.from_url(os.environ["REDIS_URL"]).hincrby("executions", key, 1)
+                url = os.environ.get("WURK_TEST_EVIDENCE_URL") or os.environ["REDIS_URL"]
+                redis.Redis.from_url(url).hincrby("executions", key, 1)
         """,
     )
     write(tmp_path / "app" / "lazyjobs" / "broken.py", "import lazy_missing_dependency\n")

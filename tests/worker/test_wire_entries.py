@@ -146,13 +146,13 @@ def float_text(value: bytes) -> float:
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_retry_and_dead_entries_are_sidekiqs_bytes(wire_workers, redis, redis_url, scheduler):
+def test_retry_and_dead_entries_are_sidekiqs_bytes(wire_workers, redis, redis_url, server, scheduler):
     """FailJob (``retry: 2, backtrace: 5``) fails three times through a real
     worker and the scheduler: the retry entry after the first and the second
     failure, then the dead entry, each against the capture; and DeadNowJob
     (``retry: 0``) straight to the dead set."""
     started_ms = int(time.time() * 1000)
-    recorder = Recorder(redis_url)
+    recorder = Recorder(server.url)  # MONITOR needs an administrator
     fail_jid = FailJob.perform_async("will fail")
     dead_now_jid = DeadNowJob.perform_async("dead now")
     wire_workers.start("-c", "1", env={"WIRE_SCHEDULER": scheduler})
@@ -228,7 +228,7 @@ def dead_set_inserts(commands: list[Command]) -> list[list[tuple[str, ...]]]:
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
-def test_a_promoted_scheduled_job_is_sidekiqs_bytes(wire_workers, redis, redis_url, scheduler):
+def test_a_promoted_scheduled_job_is_sidekiqs_bytes(wire_workers, redis, redis_url, server, scheduler):
     """``OkJob.set(queue: "elsewhere").perform_in(3, …)``, promoted by the
     worker's scheduler into a queue nobody listens to, as in the capture."""
     started_ms = int(time.time() * 1000)
@@ -236,7 +236,7 @@ def test_a_promoted_scheduled_job_is_sidekiqs_bytes(wire_workers, redis, redis_u
     member, _ = only_member(redis, "schedule")
     assert "enqueued_at" not in json.loads(member)
     make_due(redis, "schedule", member)  # no need to wait the 3 s
-    recorder = Recorder(redis_url)
+    recorder = Recorder(server.url)  # MONITOR needs an administrator
     wire_workers.start("-c", "1", env={"WIRE_SCHEDULER": scheduler})
     wait_for(lambda: redis.llen("queue:elsewhere") == 1, timeout=60)
     ours = recorder.stop()
@@ -259,7 +259,7 @@ def stat_flushes(commands: list[Command]) -> list[list[Command]]:
     return runs(commands, lambda c: c.name in ("incrby", "expire") and (c.key or "").startswith("stat:"))
 
 
-def test_a_workers_counters_and_metrics_are_the_commands_sidekiq_sent(wire_workers, redis, redis_url):
+def test_a_workers_counters_and_metrics_are_the_commands_sidekiq_sent(wire_workers, redis, redis_url, server):
     """The six jobs of the capture's first metrics flush, run by a real worker
     in the order Sidekiq ran them: the ``stat:*`` pipelines and the ``h|`` and
     ``j|`` flush against the captured commands."""
@@ -270,7 +270,7 @@ def test_a_workers_counters_and_metrics_are_the_commands_sidekiq_sent(wire_worke
     for job, args in ((FailJob, "will fail"), (OkJob, 1), (NoRetryJob, "no retry"), (DeadNowJob, "dead now")):
         job.perform_async(args)
     TaggedJob.perform_async("tagged")
-    recorder = Recorder(redis_url)
+    recorder = Recorder(server.url)  # MONITOR needs an administrator
     worker = wire_workers.start("-c", "1", "-q", "critical", "-q", "default")
     wait_for(lambda: redis.get("stat:processed") == b"6", timeout=60)
     worker.stop(timeout=30)  # the metrics flush at exit

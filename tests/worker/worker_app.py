@@ -19,7 +19,7 @@ from wurk.client.middleware import ServerMiddleware
 
 
 def evidence() -> redis.Redis:
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis.Redis.from_url(os.environ.get("WURK_TEST_EVIDENCE_URL") or os.environ["REDIS_URL"])
 
 
 class TenantFromPayload(ServerMiddleware):

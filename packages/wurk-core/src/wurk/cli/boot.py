@@ -327,8 +327,10 @@ def validate(config: Config) -> None:
     allow_app_jobs(config)
     info = config.redis_pool.execute(lambda conn: conn.info("server"))
     check_server_version(info)
-    policy = config.redis_pool.execute(lambda conn: conn.config_get("maxmemory-policy"))
-    value = next(iter(policy.values()), "noeviction") if isinstance(policy, dict) else "noeviction"
+    # From INFO, not CONFIG GET: a least-privilege ACL user (docs/deployment.md)
+    # has no right to CONFIG, which would also show it the server's secrets.
+    memory = config.redis_pool.execute(lambda conn: conn.info("memory"))
+    value = memory.get("maxmemory_policy", "noeviction") if isinstance(memory, dict) else "noeviction"
     if value not in ("noeviction", b"noeviction"):
         config.logger.warning(
             "Redis maxmemory-policy is %s: under memory pressure Redis may evict jobs; use noeviction", value
