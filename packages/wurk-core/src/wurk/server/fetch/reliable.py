@@ -120,14 +120,17 @@ class ReliableFetcher:
                 if not own:
                     self._idle(remaining)
                     continue
+            uow = None
             try:
                 uow = self.waiters.claim_for_thread(remaining)
             finally:
+                # Booked before the claim ends: a reconcile, which waits for
+                # no claim in flight, must find the job outstanding.
                 with ledger.lock:
+                    if uow is not None:
+                        ledger.took(uow)
                     ledger.end_own()
             if uow is not None:
-                with ledger.lock:
-                    ledger.took(uow)
                 return uow
 
     def _idle(self, remaining: float) -> None:
