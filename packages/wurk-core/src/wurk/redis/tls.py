@@ -80,10 +80,7 @@ def tls_problem(url: str, options: Mapping[str, Any], exc: BaseException, *, fir
         if isinstance(cause, ssl.SSLError) and cause.reason == "TLSV13_ALERT_CERTIFICATE_REQUIRED":
             return f"{where} requires a client certificate and got none: {CLIENT_CERT_OPTIONS}."
         if isinstance(cause, ssl.SSLError) and (cause.reason or "").endswith(REFUSED_CERTIFICATE_ALERTS):
-            return (
-                f"{where} refused the client certificate ({cause.reason}). ssl_certfile must be signed by a CA "
-                "the server trusts (its tls-ca-cert-file), be current, and match ssl_keyfile."
-            )
+            return _refused_certificate(where, cause.reason)
     if not first_contact or parts.scheme not in ("redis", "rediss") or parts.hostname is None:
         return None
     if uses_tls and any(isinstance(cause, TimeoutError) and "handshake" in str(cause) for cause in causes):
@@ -130,6 +127,15 @@ def _probe(where: str, host: str, port: int, uses_tls: bool, options: Mapping[st
             return _plain_on_tls(where) if handshook else None
         if not certfile and _refused_for_certificate(exc):
             return f"{where} requires a client certificate and got none: {CLIENT_CERT_OPTIONS}."
+        # TLS 1.3 checks a client certificate after the handshake: the
+        # server's refusal reaches the client as its alert or, when the
+        # client was writing, as the connection's end.
+        if (
+            certfile
+            and handshook
+            and ((exc.reason or "").endswith(REFUSED_CERTIFICATE_ALERTS) or isinstance(exc, ssl.SSLEOFError))
+        ):
+            return _refused_certificate(where, exc.reason or "the connection closed after the handshake")
         return None
     except OSError:
         if not uses_tls and handshook:  # the server hung up on a client without a certificate
@@ -140,6 +146,13 @@ def _probe(where: str, host: str, port: int, uses_tls: bool, options: Mapping[st
     if not answer and not certfile:
         return f"{where} requires a client certificate and got none: {CLIENT_CERT_OPTIONS}."
     return None
+
+
+def _refused_certificate(where: str, reason: str) -> str:
+    return (
+        f"{where} refused the client certificate ({reason}). ssl_certfile must be signed by a CA "
+        "the server trusts (its tls-ca-cert-file), be current, and match ssl_keyfile."
+    )
 
 
 def _plain_on_tls(where: str) -> str:
