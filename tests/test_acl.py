@@ -218,3 +218,39 @@ def _error_of(action: Any) -> str:
             exc = exc.__cause__ or exc.__context__
         return "\n".join(texts)
     raise AssertionError("the push succeeded without a server")
+
+
+def test_a_password_in_the_config_files_redis_section_shows_nowhere(
+    server: ServerProcess, redis: redis_py.Redis, user_url: str, tmp_path: Path
+) -> None:
+    """The password given as ``redis: {password: ...}`` in the YAML file, not
+    in the URL: the worker's output through connection cuts, and its refusal
+    to start with a wrong one, never show it."""
+    seen: list[str] = []
+    with FaultProxy(server.port) as proxy:
+        for name, password in (("right", acl.PASSWORD), ("wrong", "not-" + acl.PASSWORD)):
+            settings = tmp_path / f"{name}.yml"
+            settings.write_text(
+                f"redis:\n  url: {proxy.url()}\n  username: {acl.USER}\n  password: {password}\n", encoding="utf-8"
+            )
+            worker = Subprocess(
+                [sys.executable, "-m", "wurk.cli", "-r", "tests.acl_app", "-C", str(settings), "-t", "5"],
+                env={EVIDENCE_ENV: server.url},
+                cwd=ROOT,
+                log=tmp_path / f"{name}.log",
+            )
+            try:
+                if name == "right":
+                    wait_for(lambda: redis.scard("processes") == 1, timeout=30)
+                    for _ in range(3):
+                        proxy.cut()
+                        time.sleep(0.3)
+                    worker.signal(signal.SIGTERM)
+                worker.wait(60)
+            finally:
+                worker.stop()
+            seen.append(worker.output())
+    seen += heartbeats(redis)
+    assert "bye" in seen[0], seen[0]
+    assert "WRONGPASS" in seen[1] or "invalid username-password" in seen[1], seen[1]
+    assert_no_password(seen)
