@@ -44,7 +44,18 @@ EXPECTED = {
     "limited",
     "scheduled",
 }
-PAGES = ["/", "/busy", "/queues", "/queues/default", "/retries", "/scheduled", "/dead", "/metrics", "/search"]
+PAGES = [
+    "/",
+    "/busy",
+    "/queues",
+    "/queues/default",
+    "/retries",
+    "/scheduled",
+    "/dead",
+    "/metrics",
+    "/metrics/tests.acl_app.Kickoff",
+    "/search",
+]
 APIS = [
     "/api/stats",
     "/api/stats/history",
@@ -56,6 +67,7 @@ APIS = [
     "/api/sets/dead",
     "/api/sets/scheduled",
     "/api/metrics",
+    "/api/metrics/tests.acl_app.Kickoff",
     "/api/batches",
     "/api/limiters",
     "/api/cron",

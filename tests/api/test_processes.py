@@ -79,10 +79,16 @@ def test_a_sidekiq_heartbeat_reads_as_a_typed_process(config, redis):
 
 
 def test_pre_8_processes_fall_back_to_the_legacy_queues_field(config, redis):
-    info = {"hostname": "old", "pid": 1, "identity": "old:1:abc", "queues": ["a", "b"], "weights": [{"a": 2, "b": 1}]}
-    redis.sadd("processes", "old:1:abc")
-    redis.hset("old:1:abc", mapping={"info": json.dumps(info), "busy": "0", "beat": "1.5", "quiet": "true"})
-    process = ProcessSet.get("old:1:abc")
+    info = {
+        "hostname": "old",
+        "pid": 1,
+        "identity": "old:1:0123456789ab",
+        "queues": ["a", "b"],
+        "weights": [{"a": 2, "b": 1}],
+    }
+    redis.sadd("processes", "old:1:0123456789ab")
+    redis.hset("old:1:0123456789ab", mapping={"info": json.dumps(info), "busy": "0", "beat": "1.5", "quiet": "true"})
+    process = ProcessSet.get("old:1:0123456789ab")
     assert process.queues == ["a", "b"]
     assert process.weights == {"a": 2, "b": 1}
     assert process.concurrency == 0  # no field: counts as zero, as the Web UI does
@@ -103,13 +109,17 @@ def test_lapsed_members_are_skipped_but_counted_by_size(config, redis):
 
 
 def test_iteration_is_sorted_by_identity_and_sums_live_processes(config, redis):
-    for identity, concurrency, rss in (("b:2:x", 3, 100), ("a:1:x", 5, 200), ("c:3:x", 7, 300)):
+    for identity, concurrency, rss in (
+        ("b:2:0123456789ab", 3, 100),
+        ("a:1:0123456789ab", 5, 200),
+        ("c:3:0123456789ab", 7, 300),
+    ):
         info = {"hostname": identity[0], "identity": identity}
         redis.sadd("processes", identity)
         redis.hset(identity, mapping={"info": json.dumps(info), "concurrency": concurrency, "rss": rss})
-    redis.sadd("processes", "dead:9:x")
+    redis.sadd("processes", "dead:9:0123456789ab")
     processes = ProcessSet(clean=False)
-    assert [process.identity for process in processes] == ["a:1:x", "b:2:x", "c:3:x"]
+    assert [process.identity for process in processes] == ["a:1:0123456789ab", "b:2:0123456789ab", "c:3:0123456789ab"]
     assert processes.total_concurrency == 15
     assert processes.total_rss_in_kb == processes.total_rss == 600
 

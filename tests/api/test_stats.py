@@ -64,9 +64,9 @@ def test_re_querying_readers(config, redis):
     HardJob.perform_bulk([[1], [2], [3]])
     OtherJob.perform_async(1)
     HardJob.set(queue="zeta").perform_bulk([[1], [2], [3]])
-    redis.sadd("processes", "h:1:a", "h:2:b", "h:3:gone")
-    redis.hset("h:1:a", "busy", 3)
-    redis.hset("h:2:b", "busy", 2)
+    redis.sadd("processes", "h:1:00000000000a", "h:2:00000000000b", "h:3:00000000gone")
+    redis.hset("h:1:00000000000a", "busy", 3)
+    redis.hset("h:2:00000000000b", "busy", 2)
     stats = Stats()
     assert stats.enqueued == 7
     assert list(stats.queues.items()) == [("default", 3), ("zeta", 3), ("other", 1)]

@@ -80,7 +80,7 @@ def flush_time(flush: list[Command]) -> datetime:
 
 
 @pytest.mark.parametrize("index", range(len(metric_flushes(captured()))))
-def test_the_flush_sends_the_commands_sidekiq_sent(config, redis_url, index):
+def test_the_flush_sends_the_commands_sidekiq_sent(config, server, index):
     """Each metrics flush in the Sidekiq 8.1.7 command log, replayed through
     the tracker: the same commands, keys, fields, values and TTLs, in the
     same order. One difference is deliberate: Sidekiq sends each key's
@@ -90,7 +90,7 @@ def test_the_flush_sends_the_commands_sidekiq_sent(config, redis_url, index):
     tracker = ExecutionTracker(config)
     for klass, ms, failed in executions_of(theirs):
         tracker.record(klass, ms, failed=failed)
-    recorder = Recorder(redis_url)
+    recorder = Recorder(server.url)  # MONITOR, an administrator's command
     tracker.flush(now=flush_time(theirs))
     sent = recorder.stop()
     [ours] = metric_flushes(sent)  # without the new connection's handshake
