@@ -37,7 +37,7 @@ _EVIDENCE = """
     leadership last-iteration job_pids identities holders held callbacks_done callbacks awaiting async_pids
     async_done sync stuck-once stops_once stop_at starts stamped secret-thing seated outcomes odd long ledger:*
     holding headers gathered failed-once fail_at exhausted custom_parent cmd clock cancel_at bailed acted acl:*
-    loops lock:* once:* child:* shared greeting plain
+    loops lock:* once:* child:* shared greeting plain called connection-seen fork-probe naps
 """
 SUITE_EVIDENCE_KEYS = _EVIDENCE.split()
 #: Distinctive, so that a test grepping output for it finds only a leak.
