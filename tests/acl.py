@@ -27,8 +27,10 @@ DOC = ROOT / "docs" / "deployment.md"
 SECTION = "## A Redis ACL user"
 USER = "wurk"
 #: The user the suite runs as under ``WURK_TEST_ACL=1``: the documented rule
-#: plus the keys in which test jobs running inside Wurk's own pools leave
-#: their evidence (never a command, and no key of Wurk's own).
+#: plus the keys in which test jobs running inside Wurk's own pools (and the
+#: docs' examples, the guide's example plugin among them) leave their
+#: evidence, no key of Wurk's own; and one command Wurk never sends, the
+#: ``FLUSHDB`` with which the testing guide's example empties its database.
 SUITE_USER = "wurk-suite"
 _EVIDENCE = """
     executions ran deaths started events runs poisoned performed metrics healed attempts threads died
@@ -38,8 +40,10 @@ _EVIDENCE = """
     async_done sync stuck-once stops_once stop_at starts stamped secret-thing seated outcomes odd long ledger:*
     holding headers gathered failed-once fail_at exhausted custom_parent cmd clock cancel_at bailed acted acl:*
     loops lock:* once:* child:* shared greeting plain called connection-seen fork-probe naps
+    audit account:* demo-scores tally:*
 """
 SUITE_EVIDENCE_KEYS = _EVIDENCE.split()
+SUITE_EVIDENCE_COMMANDS = ["+flushdb"]
 #: Distinctive, so that a test grepping output for it finds only a leak.
 PASSWORD = "acl-Pa55-7f3c9e1d-secret"
 
@@ -61,10 +65,16 @@ def documented_rules() -> list[list[str]]:
 
 
 def create_user(
-    admin: redis_py.Redis, password: str = PASSWORD, *, user: str = USER, evidence: list[str] | None = None
+    admin: redis_py.Redis,
+    password: str = PASSWORD,
+    *,
+    user: str = USER,
+    evidence: list[str] | None = None,
+    commands: list[str] | None = None,
 ) -> None:
     """(Re)create the documented user, its password replaced by ``password``;
-    ``evidence``: key patterns a test may use besides (see ``SUITE_USER``)."""
+    ``evidence`` and ``commands``: key patterns and commands test code uses
+    besides (see ``SUITE_USER``)."""
     admin.execute_command("ACL", "DELUSER", user)
     for rule in documented_rules():
         rule = [f">{password}" if token.startswith(">") else token for token in rule]
@@ -76,6 +86,8 @@ def create_user(
                 raise
     if evidence:
         admin.execute_command("ACL", "SETUSER", user, *(f"~{key}" for key in evidence))
+    if commands:
+        admin.execute_command("ACL", "SETUSER", user, *commands)
 
 
 def user_url(admin_url: str, password: str = PASSWORD, *, user: str = USER) -> str:

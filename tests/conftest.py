@@ -38,7 +38,9 @@ def server() -> Iterator[ServerProcess]:
     try:
         assert client.dbsize() == 0, "a fresh test server must start empty"
         if acl.acl_mode():
-            acl.create_user(client, user=acl.SUITE_USER, evidence=acl.SUITE_EVIDENCE_KEYS)
+            acl.create_user(
+                client, user=acl.SUITE_USER, evidence=acl.SUITE_EVIDENCE_KEYS, commands=acl.SUITE_EVIDENCE_COMMANDS
+            )
             # The test applications' own keys are outside the documented rule.
             os.environ[EVIDENCE_ENV] = process.url
     finally:
