@@ -57,6 +57,29 @@ class LostReplyError(RedisConnectionError):
         self.args = (f"lost the reply from Redis at {url} ({self.reason}): the write may or may not have been applied",)
 
 
+class NotReplicatedError(WurkError):
+    """A durable push (the ``durable_push`` setting) reached the primary, but
+    fewer replicas than asked confirmed it within the timeout.
+
+    The jobs are in Redis and will run unless the primary fails before it
+    replicates them; they were not pushed again, since that could run them
+    twice. ``jids`` names them, ``replicas`` says how many replicas confirmed
+    and ``wanted`` how many were asked for.
+    """
+
+    def __init__(self, url: str, jids: list[str], replicas: int, wanted: int, timeout_ms: int) -> None:
+        self.url = url
+        self.jids = jids
+        self.replicas = replicas
+        self.wanted = wanted
+        shown = ", ".join(jids[:3]) + (f" and {len(jids) - 3} more" if len(jids) > 3 else "")
+        super().__init__(
+            f"durable push of job {shown} to {url}: {replicas} of {wanted} replica(s) confirmed it within "
+            f"{timeout_ms} ms. The job is on the primary and runs unless the primary fails before replicating "
+            "it; it was not pushed again (that could run it twice)."
+        )
+
+
 def connection_failure(cause: BaseException) -> str:
     """A few words for why a connection failed, from the socket error under it.
 
