@@ -35,10 +35,10 @@ class Durable(wurk.Job):
 
 
 @pytest.fixture(scope="module")
-def pair() -> Iterator[tuple[DataNode, DataNode]]:
-    binary = new_server().binary
-    primary = DataNode(binary).start()
-    replica = DataNode(binary, replica_of=primary.port).start()
+def pair(tmp_path_factory) -> Iterator[tuple[DataNode, DataNode]]:
+    binary, directory = new_server().binary, tmp_path_factory.mktemp("pair")
+    primary = DataNode(binary, directory).start()
+    replica = DataNode(binary, directory, replica_of=primary.port).start()
 
     def linked() -> bool:
         info = replica.client().info("replication")
@@ -116,8 +116,8 @@ def test_a_push_whose_reply_is_lost_is_confirmed_without_being_pushed_again(pair
             config.reset_redis_pools()
 
 
-def test_a_push_no_replica_confirms_raises_naming_the_job_and_is_not_pushed_twice(nodes):
-    lone = DataNode(new_server().binary).start()
+def test_a_push_no_replica_confirms_raises_naming_the_job_and_is_not_pushed_twice(nodes, tmp_path):
+    lone = DataNode(new_server().binary, tmp_path).start()
     config = durable_config(lone.url, {"replicas": 1, "timeout_ms": 50})
     try:
         client = wurk.Client(config)
@@ -137,8 +137,8 @@ def test_a_push_no_replica_confirms_raises_naming_the_job_and_is_not_pushed_twic
 
 
 @pytest.mark.parametrize("off", [None, False])
-def test_without_durable_push_nothing_waits(nodes, off):
-    lone = DataNode(new_server().binary).start()
+def test_without_durable_push_nothing_waits(nodes, off, tmp_path):
+    lone = DataNode(new_server().binary, tmp_path).start()
     config = durable_config(lone.url, off)
     try:
         wurk.Client(config).push({"class": Durable, "args": [1]})
@@ -178,12 +178,12 @@ def test_the_durable_push_setting_is_normalised():
     assert config["durable_push"] is False
 
 
-def test_a_plugin_writers_push_waits_for_the_replica_too(pair, nodes):
+def test_a_plugin_writers_push_waits_for_the_replica_too(pair, nodes, tmp_path):
     from wurk_batches import Batch
 
     primary, _ = pair
     _, on_replica = nodes
-    lone = DataNode(new_server().binary).start()
+    lone = DataNode(new_server().binary, tmp_path).start()
     config = durable_config(primary.url)
     previous = wurk.set_default_config(config)
     try:
