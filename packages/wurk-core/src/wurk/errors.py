@@ -94,6 +94,8 @@ def connection_failure(cause: BaseException) -> str:
     error: BaseException | None = cause
     while error is not None and id(error) not in seen:
         seen.add(id(error))
+        if type(error).__name__ == "MasterNotFoundError":
+            return _no_primary(str(error))
         if isinstance(error, ConnectionRefusedError):
             return "connection refused"
         if isinstance(error, socket.gaierror):
@@ -107,6 +109,24 @@ def connection_failure(cause: BaseException) -> str:
         if words in lowered:
             return reason
     return text or type(cause).__name__
+
+
+def _no_primary(text: str) -> str:
+    """Why no sentinel named a primary, from redis-py's ``MasterNotFoundError``,
+    whose message holds each sentinel's whole connection ``repr`` (and, in
+    it, words such as ``socket_timeout`` that would read as a cause)."""
+    import re
+
+    found = re.search(r"No master found for ('[^']*')", text)
+    service = found.group(1) if found else "the service"
+    lowered = text.lower()
+    if "authenticationerror" in lowered or "invalid username-password" in lowered or "noauth" in lowered:
+        return f"the sentinels refused their password, so none named the primary of {service}: check sentinel_password"
+    if "connection refused" in lowered:
+        return f"no sentinel answered (connection refused), so none named the primary of {service}"
+    if "timeouterror" in lowered:
+        return f"no sentinel answered in time, so none named the primary of {service}"
+    return f"the sentinels name no primary of {service} that is up: check the service name, or wait for the failover"
 
 
 class ScriptError(WurkError):
