@@ -220,14 +220,11 @@ def _await_replicas(
     after the old primary took it: it is pushed again on the new primary,
     whose fence does not know it, so it is not pushed twice."""
     for _ in range(LOST_REPLY_ATTEMPTS):
-        if replies is not None:
-            confirmed = int(replies[-1])
-        else:
-            confirmed = _replicated(scripts, pool, ticket, durable)
-            if confirmed is None:
-                replies = _write_fenced(pool, ticket, write)
-                replies = replies if isinstance(replies, list) else None  # a script's reply is no count
-                continue
+        confirmed = int(replies[-1]) if replies is not None else _replicated(scripts, pool, ticket, durable)
+        if confirmed is None:
+            replies = _write_fenced(pool, ticket, write)
+            replies = replies if isinstance(replies, list) else None  # a script's reply is no count
+            continue
         if confirmed < durable["replicas"]:
             raise _not_replicated(pool, payloads, confirmed, durable)
         return

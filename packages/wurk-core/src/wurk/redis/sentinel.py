@@ -50,8 +50,6 @@ SCHEMES = ("redis+sentinel", "rediss+sentinel")
 DEFAULT_PORT = 26379
 #: The query options that configure the sentinels rather than the data connections.
 SENTINEL_CREDENTIALS = ("sentinel_username", "sentinel_password")
-#: The ``config.redis`` keys that make a pool Sentinel-managed.
-OPTION_KEYS = frozenset({"sentinels", "master_name", "sentinel_kwargs", *SENTINEL_CREDENTIALS})
 
 
 def is_sentinel_url(url: str | None) -> bool:
