@@ -70,7 +70,7 @@ DEFAULT_CONNECT_TIMEOUT = 1.0
 DEFAULT_READ_TIMEOUT = 2.5
 CONNECTION_ATTEMPTS = 3
 FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
-URL_SCHEMES = ("redis", "rediss", "unix", *sentinel.SCHEMES)
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel")
 # The server's reply to SELECT of a database it does not have.
 NO_SUCH_DB = "DB index is out of range"
 
