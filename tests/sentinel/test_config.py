@@ -188,3 +188,21 @@ def config_for(url: str) -> wurk.Config:
     config = wurk.Config()
     config.redis = {"url": url}
     return config
+
+
+def test_swarm_children_reach_the_primary_through_the_sentinels(cluster, on_primary, tmp_path):
+    evidence = tmp_path / "evidence"
+    jids = wurk.Client(config_for(cluster.url())).push_bulk({"class": Recorded, "args": [[n] for n in range(20)]})
+    swarm = Subprocess(
+        [sys.executable, "-m", "wurk_swarm", "-r", "tests.sentinel.failover_app", "-c", "2"],
+        env={"REDIS_URL": cluster.url(), "WURK_COUNT": "2", EVIDENCE_ENV: str(evidence), "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        log=tmp_path / "swarm.log",
+    )
+    try:
+        wait_for(lambda: evidence.exists() and all(jid in evidence.read_text() for jid in jids), timeout=60)
+    finally:
+        swarm.stop(timeout=30)
+    log = (tmp_path / "swarm.log").read_text()
+    assert DATA_PASSWORD not in log
+    assert SENTINEL_PASSWORD not in log
