@@ -173,7 +173,7 @@ def test_a_pool_on_a_missing_database_says_so(server):
     [
         ("localhost:6379", "has no scheme"),
         ("127.0.0.1", "redis://127.0.0.1/0"),
-        ("http://localhost:6379/0", "use one of redis://, rediss://, unix://"),
+        ("http://localhost:6379/0", "use one of redis://, rediss://, unix://, redis+sentinel://"),
         ("redis://localhost:port/0", "port that is not a number"),
         ("redis://localhost:6379/zero", "'zero' is not a whole number"),
         ("redis://localhost:6379/-1", "'-1' is not a whole number"),

@@ -520,7 +520,7 @@ def test_a_bad_redis_url_is_refused_in_the_parent_before_any_fork(swarms):
     swarm = swarms("-c", "1", WURK_COUNT="1", redis_url="http://localhost:6379/0")
     assert swarm.wait(30) == 2
     assert swarm.text().strip() == (
-        "wurk: Redis URL 'http://localhost:6379/0' has scheme http://; use one of redis://, rediss://, unix://."
+        "wurk: Redis URL 'http://localhost:6379/0' has scheme http://; use one of redis://, rediss://, unix://, redis+sentinel://."
     )
 
 

@@ -76,5 +76,5 @@ def test_a_bad_url_is_refused_before_serving(tmp_path):
     assert web.wait(60) == 2
     output = web.output()
     assert output.strip() == (
-        "wurk: Redis URL 'http://localhost:6379' has scheme http://; use one of redis://, rediss://, unix://."
+        "wurk: Redis URL 'http://localhost:6379' has scheme http://; use one of redis://, rediss://, unix://, redis+sentinel://."
     )

@@ -57,6 +57,29 @@ class LostReplyError(RedisConnectionError):
         self.args = (f"lost the reply from Redis at {url} ({self.reason}): the write may or may not have been applied",)
 
 
+class NotReplicatedError(WurkError):
+    """A durable push (the ``durable_push`` setting) reached the primary, but
+    fewer replicas than asked confirmed it within the timeout.
+
+    The jobs are in Redis and will run unless the primary fails before it
+    replicates them; they were not pushed again, since that could run them
+    twice. ``jids`` names them, ``replicas`` says how many replicas confirmed
+    and ``wanted`` how many were asked for.
+    """
+
+    def __init__(self, url: str, jids: list[str], replicas: int, wanted: int, timeout_ms: int) -> None:
+        self.url = url
+        self.jids = jids
+        self.replicas = replicas
+        self.wanted = wanted
+        shown = ", ".join(jids[:3]) + (f" and {len(jids) - 3} more" if len(jids) > 3 else "")
+        super().__init__(
+            f"durable push of job {shown} to {url}: {replicas} of {wanted} replica(s) confirmed it within "
+            f"{timeout_ms} ms. The job is on the primary and runs unless the primary fails before replicating "
+            "it; it was not pushed again (that could run it twice)."
+        )
+
+
 def connection_failure(cause: BaseException) -> str:
     """A few words for why a connection failed, from the socket error under it.
 
@@ -71,6 +94,8 @@ def connection_failure(cause: BaseException) -> str:
     error: BaseException | None = cause
     while error is not None and id(error) not in seen:
         seen.add(id(error))
+        if type(error).__name__ == "MasterNotFoundError":
+            return _no_primary(str(error))
         if isinstance(error, ConnectionRefusedError):
             return "connection refused"
         if isinstance(error, socket.gaierror):
@@ -84,6 +109,24 @@ def connection_failure(cause: BaseException) -> str:
         if words in lowered:
             return reason
     return text or type(cause).__name__
+
+
+def _no_primary(text: str) -> str:
+    """Why no sentinel named a primary, from redis-py's ``MasterNotFoundError``,
+    whose message holds each sentinel's whole connection ``repr`` (and, in
+    it, words such as ``socket_timeout`` that would read as a cause)."""
+    import re
+
+    found = re.search(r"No master found for ('[^']*')", text)
+    service = found.group(1) if found else "the service"
+    lowered = text.lower()
+    if "authenticationerror" in lowered or "invalid username-password" in lowered or "noauth" in lowered:
+        return f"the sentinels refused their password, so none named the primary of {service}: check sentinel_password"
+    if "connection refused" in lowered:
+        return f"no sentinel answered (connection refused), so none named the primary of {service}"
+    if "timeouterror" in lowered:
+        return f"no sentinel answered in time, so none named the primary of {service}"
+    return f"the sentinels name no primary of {service} that is up: check the service name, or wait for the failover"
 
 
 class ScriptError(WurkError):

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from wurk.config import forking
-from wurk.errors import ConfigurationError, WurkError
+from wurk.errors import ConfigurationError, NotReplicatedError, WurkError
 from wurk.plugins.component import Component
 from wurk.redis.connection import TRANSIENT
 from wurk.redis.fence import Unsettled, applied
@@ -304,6 +304,10 @@ class OutageBuffer:
                 if retried is not None:
                     self._items[0] = (job, writer, retried)
                 return exc
+            except NotReplicatedError as exc:
+                # Written, its replicas silent: writing it again would run it
+                # twice, and nobody waits on this push to be told.
+                self.config.logger.warning("outage buffer: %s", exc)
             self._items.popleft()
             self.config.statsd_increment("jobs.recovered.push")
         note = f"replayed {self._buffered} buffered job(s)"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wurk.client import fields, interception
 from wurk.client import payload as wire
 from wurk.client.payload import InvalidJobError
-from wurk.client.writers import PUSH, PushWriter, PushWriterRegistry, writers_for
+from wurk.client.writers import PUSH, PushWriter, PushWriterRegistry, await_replicas_after, writers_for
 from wurk.types import Payload
 
 if TYPE_CHECKING:
@@ -264,12 +264,26 @@ class Client:
         """Have ``writer`` write ``payloads``, through the outage buffer when
         one is on (it refuses to hold a writer's payloads that are not replayable)."""
         buffer = self.config.lookup("outage_buffer")
+        durable = None
+        if origin == PUSH and writer is not self.writers.core:  # core's writer waits within its own round trip
+            durable = self.config["durable_push"] or None  # False in YAML is off too
         if buffer is None:
-            writer.write(payloads, pool, origin)
+            if durable is None:
+                writer.write(payloads, pool, origin)
+            else:
+                _durably(writer, payloads, pool, origin, durable)
             return
         buffer.push(
-            lambda batch: writer.write(batch, pool, origin),
+            (lambda batch: writer.write(batch, pool, origin))
+            if durable is None
+            else (lambda batch: _durably(writer, batch, pool, origin, durable)),
             payloads,
             writer_name=writer.name,
             replayable=writer.replayable,
         )
+
+
+def _durably(writer: PushWriter, batch: list[Payload], pool: RedisPool, origin: str, durable: Any) -> None:
+    """A plugin writer's write, then the durable push's wait for the replicas."""
+    writer.write(batch, pool, origin)
+    await_replicas_after(pool, batch, durable)

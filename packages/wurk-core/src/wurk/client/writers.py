@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from wurk.client import payload as wire
-from wurk.errors import LostReplyError, PluginError, RedisConnectionError
+from wurk.errors import LostReplyError, NotReplicatedError, PluginError, RedisConnectionError
 from wurk.redis import fence, keys
 from wurk.types import Payload
 
@@ -98,16 +98,27 @@ class PushWriter:
         would have done can be kept in memory and seen by the job."""
 
 
+#: What reads the ``durable_push`` setting at each push: ``None`` (off) or
+#: its normal form, ``{"replicas": n, "timeout_ms": t}``.
+Durability = Callable[[], "Mapping[str, int] | None"]
+
+
+def _off() -> None:
+    return None
+
+
 class CoreWriter(PushWriter):
     """Core's own write, one round trip per push: ``ZADD schedule`` for the
     scheduled payloads; ``SADD queues`` and one ``LPUSH`` per queue for the
     rest, in one fenced script (``core.push``), so that a push sent again
-    after a lost reply is not applied twice."""
+    after a lost reply is not applied twice. With ``durable_push`` on, a
+    push from application code also waits for the replicas."""
 
     name = "core"
 
-    def __init__(self, scripts: ScriptRegistry | None = None) -> None:
+    def __init__(self, scripts: ScriptRegistry | None = None, durability: Durability = _off) -> None:
         self.scripts = scripts
+        self.durability = durability
 
     def claims(self, payload: Mapping[str, Any], origin: str) -> bool:
         return True
@@ -115,7 +126,9 @@ class CoreWriter(PushWriter):
     def write(self, payloads: list[Payload], pool: RedisPool, origin: str) -> None:
         if self.scripts is None:
             raise PluginError("core's push writer was built without the configuration's scripts")
-        push_core(self.scripts, pool, payloads)
+        # A promotion moves a job that is in Redis already: if the move is
+        # lost in a failover, the job is still in its set and moves again.
+        push_core(self.scripts, pool, payloads, (self.durability() or None) if origin == PUSH else None)
 
 
 #: A push whose payloads come to at most this many bytes goes as a pipeline
@@ -126,10 +139,22 @@ PIPELINED_BYTES = 8192
 LOST_REPLY_ATTEMPTS = 3
 
 
-def push_core(scripts: ScriptRegistry, pool: RedisPool, payloads: Sequence[Payload]) -> None:
+def push_core(
+    scripts: ScriptRegistry,
+    pool: RedisPool,
+    payloads: Sequence[Payload],
+    durable: Mapping[str, int] | None = None,
+) -> None:
     """Write ``payloads`` as core does, in one round trip, fenced so that a
     push whose reply is lost is looked up and never applied twice. Stamps
     ``enqueued_at`` on the immediate payloads, in place.
+
+    ``durable`` (the ``durable_push`` setting): the push returns only once
+    ``replicas`` replicas hold it, and raises :class:`NotReplicatedError`
+    when they do not confirm within ``timeout_ms``. The small push's
+    pipeline ends with the ``WAIT``, at no extra round trip; the script and
+    a push whose reply was lost take one more, the ``core.replicated``
+    barrier (see :func:`_replicated`).
 
     A small push (one job, a few) is a plain pipeline whose last command
     sets the thread's fence: the server runs a connection's commands in
@@ -141,8 +166,11 @@ def push_core(scripts: ScriptRegistry, pool: RedisPool, payloads: Sequence[Paylo
     ticket = fence.ticket()
     pairs, by_queue = _grouped(payloads)
     size = sum(len(member) for member in pairs[1::2]) + sum(len(job) for jobs in by_queue.values() for job in jobs)
-    if size <= PIPELINED_BYTES:
+    pipelined = size <= PIPELINED_BYTES
+    if pipelined:
         commands = [*_commands(pairs, by_queue), ("SET", ticket.key, ticket.seq, "EX", ticket.ttl)]
+        if durable is not None:
+            commands.append(("WAIT", durable["replicas"], durable["timeout_ms"]))
         write: Callable[[Any], Any] = lambda conn: pool.send(commands)  # noqa: E731
     else:
         script_keys = [ticket.key, keys.QUEUES, keys.SCHEDULE, *(keys.queue(queue) for queue in by_queue)]
@@ -151,25 +179,104 @@ def push_core(scripts: ScriptRegistry, pool: RedisPool, payloads: Sequence[Paylo
             args += [queue, len(encoded), *encoded]
         write = lambda conn: scripts.send("core.push", pool, script_keys, args)  # noqa: E731
     try:
-        _write_fenced(pool, ticket, write)
+        replies = _write_fenced(pool, ticket, write)
+        if durable is not None:
+            _await_replicas(scripts, pool, ticket, write, payloads, durable, replies if pipelined else None)
     except RedisConnectionError as exc:
         fence.retire()
         exc.unsettled = fence.Unsettled(ticket, pool)
         raise
 
 
-def _write_fenced(pool: RedisPool, ticket: fence.Ticket, write: Callable[[Any], Any]) -> None:
+def _write_fenced(pool: RedisPool, ticket: fence.Ticket, write: Callable[[Any], Any]) -> Any:
     """Send ``write`` once; after a lost reply, send it again only if its
-    fence says it was not applied."""
+    fence says it was not applied. The write's reply, or None when it was
+    lost and the fence says the write was applied."""
     for attempt in range(1, LOST_REPLY_ATTEMPTS + 1):
         try:
-            pool.execute(write, once=True)
-            return
+            return pool.execute(write, once=True)
         except LostReplyError:
             if fence.applied(pool, ticket):
-                return
+                return None
             if attempt == LOST_REPLY_ATTEMPTS:
                 raise
+    return None  # not reached: the last attempt returns or raises
+
+
+def _await_replicas(
+    scripts: ScriptRegistry,
+    pool: RedisPool,
+    ticket: fence.Ticket,
+    write: Callable[[Any], Any],
+    payloads: Sequence[Payload],
+    durable: Mapping[str, int],
+    replies: Any,
+) -> None:
+    """Raise unless ``durable["replicas"]`` replicas confirmed the push.
+
+    ``replies`` are the pipeline's, whose last one is its ``WAIT``'s count;
+    without them (the script's push, a lost reply) the count comes from the
+    barrier. A barrier that finds the push missing means a failover lost it
+    after the old primary took it: it is pushed again on the new primary,
+    whose fence does not know it, so it is not pushed twice."""
+    for _ in range(LOST_REPLY_ATTEMPTS):
+        confirmed = int(replies[-1]) if replies is not None else _replicated(scripts, pool, ticket, durable)
+        if confirmed is None:
+            replies = _write_fenced(pool, ticket, write)
+            replies = replies if isinstance(replies, list) else None  # a script's reply is no count
+            continue
+        if confirmed < durable["replicas"]:
+            raise _not_replicated(pool, payloads, confirmed, durable)
+        return
+    raise _not_replicated(pool, payloads, 0, durable)
+
+
+def _not_replicated(
+    pool: RedisPool, payloads: Sequence[Payload], confirmed: int, durable: Mapping[str, int]
+) -> NotReplicatedError:
+    from wurk.redis.connection import mask_url
+
+    jids = [str(job.get("jid")) for job in payloads]
+    return NotReplicatedError(mask_url(pool.url), jids, confirmed, durable["replicas"], durable["timeout_ms"])
+
+
+def await_replicas_after(pool: RedisPool, payloads: Sequence[Payload], durable: Mapping[str, int]) -> None:
+    """A durable push's wait for a plugin writer's write, which core cannot
+    fence: a ``SET`` of a fresh fence and a ``WAIT`` on one connection, sent
+    once, right after the write returned. The ``SET`` gives the ``WAIT`` a
+    write that follows the plugin's in the server's stream. It is not
+    retried: a reconnect might reach a primary promoted since, whose replicas
+    would confirm a write that never reached it. A connection error here
+    raises as itself, the push's durability unknown."""
+    ticket = fence.ticket()
+    barrier = [("SET", ticket.key, ticket.seq, "EX", ticket.ttl), ("WAIT", durable["replicas"], durable["timeout_ms"])]
+    try:
+        confirmed = int(pool.send(barrier)[-1])
+    except Exception as exc:
+        from wurk.redis.connection import UNREACHABLE, mask_url
+
+        if isinstance(exc, UNREACHABLE):
+            raise RedisConnectionError(mask_url(pool.url), exc) from exc
+        raise
+    if confirmed < durable["replicas"]:
+        raise _not_replicated(pool, payloads, confirmed, durable)
+
+
+def _replicated(
+    scripts: ScriptRegistry, pool: RedisPool, ticket: fence.Ticket, durable: Mapping[str, int]
+) -> int | None:
+    """How many replicas hold the push of ``ticket``, by the ``core.replicated``
+    barrier and a ``WAIT`` on one connection; None when the push is not on
+    the server at all. Safe to send again: it writes nothing but a TTL."""
+    # EVAL, not EVALSHA: the barrier is rare (a large push, a lost reply),
+    # and a primary promoted a moment ago may not have the script cached.
+    source = scripts["core.replicated"].source
+    barrier = [
+        ("EVAL", source, 1, ticket.key, ticket.seq, ticket.ttl),
+        ("WAIT", durable["replicas"], durable["timeout_ms"]),
+    ]
+    present, confirmed = pool.execute(lambda conn: pool.send(barrier))
+    return int(confirmed) if present else None
 
 
 def core_commands(payloads: Sequence[Payload]) -> list[tuple[Any, ...]]:
@@ -212,8 +319,8 @@ def _grouped(payloads: Sequence[Payload]) -> tuple[list[Any], dict[str, list[str
 class PushWriterRegistry:
     """The writers of one configuration, asked in registration order."""
 
-    def __init__(self, scripts: ScriptRegistry | None = None) -> None:
-        self.core: PushWriter = CoreWriter(scripts)
+    def __init__(self, scripts: ScriptRegistry | None = None, durability: Durability = _off) -> None:
+        self.core: PushWriter = CoreWriter(scripts, durability)
         self._writers: list[PushWriter] = []
 
     def add(self, writer: PushWriter) -> None:
@@ -263,7 +370,7 @@ class PushWriterRegistry:
 
 
 def _build(config: Config) -> PushWriterRegistry:
-    registry = PushWriterRegistry(config.scripts)
+    registry = PushWriterRegistry(config.scripts, lambda: config["durable_push"])
     config.plugins.call.register_push_writers(registry, config)
     return registry
 
@@ -283,6 +390,7 @@ __all__ = [
     "CoreWriter",
     "PushWriter",
     "PushWriterRegistry",
+    "await_replicas_after",
     "core_commands",
     "push_core",
     "writers_for",

@@ -120,6 +120,33 @@ def check_statsd(key: str, value: Any) -> dict[str, Any] | None:
     return setting
 
 
+#: The ``durable_push`` setting's keys and their defaults.
+DURABLE_PUSH_DEFAULTS: dict[str, int] = {"replicas": 1, "timeout_ms": 1000}
+
+
+def check_durable_push(key: str, value: Any) -> dict[str, int] | None:
+    """The check of the ``durable_push`` setting: ``None`` or ``False`` (off), or a
+    mapping of ``replicas`` (how many must confirm each push, default 1) and
+    ``timeout_ms`` (how long a push waits for them, default 1000); its normal
+    form has both keys. A timeout of 0 is refused: to ``WAIT`` it means
+    forever, and a push that can hang forever is not what anyone asks for."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return dict(DURABLE_PUSH_DEFAULTS)
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"{key} must be a mapping of replicas and timeout_ms (or null for off); got {value!r}")
+    unknown = sorted(str(name) for name in value if name not in DURABLE_PUSH_DEFAULTS)
+    if unknown:
+        raise ConfigurationError(f"{key} has unknown keys {unknown}; it takes {sorted(DURABLE_PUSH_DEFAULTS)}")
+    setting = {**DURABLE_PUSH_DEFAULTS, **value}
+    for name, low in (("replicas", 1), ("timeout_ms", 1)):
+        number = setting[name]
+        if isinstance(number, bool) or not isinstance(number, int) or number < low:
+            raise ConfigurationError(f"{key}.{name} must be a whole number >= {low}, got {number!r}")
+    return setting
+
+
 #: A setting's check: ``check(key, value)`` raises ConfigurationError, naming
 #: the key and the value, when the value is wrong. It may return a normalised
 #: form of the value (a list for a tuple), which is stored instead; returning
@@ -369,6 +396,8 @@ DEFAULTS: dict[str, Any] = {
     "logged_job_attributes": ["bid", "tags"],
     "redis_idle_timeout": None,
     "redis_error_handlers": [],
+    # Off: a push returns once the primary has it (Sidekiq's promise).
+    "durable_push": None,
 }
 
 #: Core's settings that are unset until assigned: their readers fall back to
@@ -421,6 +450,7 @@ _CORE_CHECKS: dict[str, Check] = {
     "job_packages": optional(check_module_names),
     "plugins": name_list,
     "statsd": check_statsd,
+    "durable_push": check_durable_push,
 }
 
 

@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import redis
 from redis.backoff import NoBackoff
@@ -52,9 +52,10 @@ from redis.exceptions import AuthenticationError, AuthorizationError, ReadOnlyEr
 from redis.exceptions import ConnectionError as RedisPyConnectionError
 from redis.exceptions import TimeoutError as RedisPyTimeoutError
 from redis.retry import Retry
-from redis.sentinel import Sentinel, SentinelConnectionPool
+from redis.sentinel import SentinelConnectionPool
 
 from wurk.errors import ConfigurationError, LostReplyError, RedisConnectionError
+from wurk.redis import sentinel
 from wurk.redis.tls import tls_problem
 
 #: The plugin API (docs/plugins.md): a feature's own pool is a RedisPool, and
@@ -69,7 +70,7 @@ DEFAULT_CONNECT_TIMEOUT = 1.0
 DEFAULT_READ_TIMEOUT = 2.5
 CONNECTION_ATTEMPTS = 3
 FAILOVER_PREFIXES = ("READONLY", "NOREPLICAS", "UNBLOCKED")
-URL_SCHEMES = ("redis", "rediss", "unix")
+URL_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel")
 # The server's reply to SELECT of a database it does not have.
 NO_SUCH_DB = "DB index is out of range"
 
@@ -148,57 +149,28 @@ class _SentinelBlockingPool(SentinelConnectionPool, _BlockingPool):
     free connection like the others instead of failing at once."""
 
 
-def _sentinel_pool(opts: dict[str, Any], size: int, pool_timeout: float, common: dict[str, Any]) -> _BlockingPool:
-    """Build a Sentinel-backed pool from ``sentinels`` and ``master_name``."""
-    sentinels = [_host_port(entry) for entry in opts.pop("sentinels")]
-    master_name = opts.pop("master_name", None)
-    if not master_name:
-        raise ValueError("Redis option 'sentinels' needs 'master_name' too")
-    sentinel_kwargs = opts.pop("sentinel_kwargs", None) or {}
-    manager = Sentinel(sentinels, sentinel_kwargs={"socket_timeout": common["socket_timeout"], **sentinel_kwargs})
-    url = opts.pop("url", None)
-    if url:
-        parsed = urlsplit(url)
-        opts.setdefault("db", int((parsed.path or "/0").lstrip("/") or 0))
-        if parsed.password:
-            opts.setdefault("password", parsed.password)
-        if parsed.username:
-            opts.setdefault("username", parsed.username)
-    return _SentinelBlockingPool(master_name, manager, max_connections=size, timeout=pool_timeout, **common, **opts)
-
-
-def _host_port(entry: Any) -> tuple[str, int]:
-    if isinstance(entry, str):
-        host, _, port = entry.rpartition(":")
-        return host, int(port)
-    host, port = entry
-    return str(host), int(port)
-
-
 def mask_url(url: str) -> str:
     """The URL with its password (and any ``…password`` in its query)
     replaced by ``***``, safe to log.
 
-    Also masks ``user:secret@host`` written without a scheme, which
-    ``urlsplit`` would read as a scheme and a path: a malformed URL is exactly
-    the one that ends up in an error message.
+    Read as text rather than through ``urlsplit``, which would lose all but
+    one host of a ``redis+sentinel://`` URL, and which reads ``user:secret@host``
+    written without a scheme as a scheme and a path: a malformed URL is
+    exactly the one that ends up in an error message. The userinfo runs to
+    the last ``@`` before the query, so a password holding ``/`` is masked
+    whole too.
     """
     if "://" not in url:
         return re.sub(r"^([^@/]*?:)[^@/]*@", r"\1***@", url)
-    try:
-        parts = urlsplit(url)
-        password, port = parts.password, parts.port
-    except ValueError:  # a port that is not a number
-        return re.sub(r"(://[^@/]*?:)[^@/]*@", r"\1***@", url)
-    # A query may carry a secret too: ``ssl_password`` (a client key's passphrase).
-    query = re.sub(r"((?:^|&)[^=&]*password=)[^&]*", r"\1***", parts.query)
-    if password is None:
-        return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
-    userinfo = f"{parts.username or ''}:***"
-    host = parts.hostname or ""
-    if port is not None:
-        host = f"{host}:{port}"
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}", parts.path, query, parts.fragment))
+    scheme, _, rest = url.partition("://")
+    head, mark, query = rest.partition("?")
+    userinfo, at, after = head.rpartition("@")
+    if at and ":" in userinfo:
+        head = f"{userinfo.partition(':')[0]}:***@{after}"
+    # A query may carry a secret too: ``ssl_password`` (a client key's
+    # passphrase), ``sentinel_password``.
+    query = re.sub(r"((?:^|&)[^=&]*password=)[^&#]*", r"\1***", query)
+    return f"{scheme}://{head}{mark}{query}"
 
 
 def check_url(url: str) -> None:
@@ -233,6 +205,8 @@ def _db_of(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme == "unix":
         return next((value for key, value in parse_qsl(parts.query) if key == "db"), "0")
+    if sentinel.is_sentinel_url(url):  # /service_name/db
+        return parts.path.strip("/").partition("/")[2] or "0"
     return parts.path.strip("/") or "0"
 
 
@@ -283,9 +257,12 @@ class RedisPool:
             "retry": Retry(NoBackoff(), 0),
         }
         self._pool: _BlockingPool
-        if opts.get("sentinels"):
-            self.url = f"redis+sentinel://{opts.get('master_name')}"
-            self._pool = _sentinel_pool({**opts, "url": options.get("url")}, size, pool_timeout, common)
+        if opts.get("sentinels") or sentinel.is_sentinel_url(self.url):
+            settings = sentinel.sentinel_options(self.url, opts, mask_url(self.url))
+            self.url = sentinel.display_url(settings)
+            self._pool = sentinel.sentinel_pool(
+                _SentinelBlockingPool, settings, common, max_connections=size, timeout=pool_timeout
+            )  # type: ignore[assignment]
         else:
             check_url(self.url)
             self._pool = _BlockingPool.from_url(self.url, max_connections=size, timeout=pool_timeout, **common, **opts)

@@ -59,6 +59,8 @@ def tls_problem(url: str, options: Mapping[str, Any], exc: BaseException, *, fir
     hold a password.
     """
     parts = urlsplit(url)
+    if parts.scheme.endswith("+sentinel"):
+        return None  # no TLS through Sentinel (refused when the URL is read), and several hosts in one netloc
     uses_tls = parts.scheme == "rediss"
     where = f"Redis at {parts.hostname}:{parts.port or 6379}"
     causes = list(_chain(exc))
