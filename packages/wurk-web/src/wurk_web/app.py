@@ -21,8 +21,8 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+import wurk
 from wurk.config import env
-from wurk.config.shards import via
 from wurk.plugins.web import WebError
 from wurk_web import builtin, layout, openapi, outage, shards, stream
 from wurk_web.registry import Api, Dashboard, Page
@@ -83,7 +83,7 @@ class Settings:
         ``config.redis_pool`` shows the same shard as the others."""
         if request.shard is None:
             return handler(request)
-        with via(request.pool, self.config):
+        with wurk.via(request.pool, self.config):
             return handler(request)
 
 

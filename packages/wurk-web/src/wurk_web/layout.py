@@ -45,7 +45,7 @@ def shard_selector(choice: ShardChoice) -> str:
     current shard's prefix, which a relative link would keep."""
     if not choice.names:
         return ""
-    items = [("default", None, choice.mount + choice.path)]
+    items: list[tuple[str, str | None, str]] = [("default", None, choice.mount + choice.path)]
     items += [(name, name, f"{choice.mount}/shard/{name}{choice.path}") for name in choice.names]
     links = ""
     for label, name, href in items:

@@ -15,15 +15,17 @@ import difflib
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from wurk.cli import plural
 
 SET_NAMES = ("scheduled", "retry", "dead")
+
+F = TypeVar("F", bound=Callable[..., Any] | click.Command)
 
 
 def _use_pool(ctx: click.Context, param: click.Parameter, name: str | None) -> None:
@@ -33,17 +35,16 @@ def _use_pool(ctx: click.Context, param: click.Parameter, name: str | None) -> N
     if not name:
         return
     from wurk.cli import boot
-    from wurk.config.defaults import default_config
+    from wurk.config.defaults import current_config
 
     root = ctx.find_root()
-    config = (root.obj or {}).get("config") if isinstance(root.obj, dict) else None
-    config = config or default_config()
+    config = current_config()  # the one the commands' data API objects read
     if name not in config.shards:
         boot.adopt_file_shards(config, root.params.get("config_file"), root.params.get("environment"))
     config.use_shard(name)
 
 
-def pool_option(command: Any) -> Any:
+def pool_option(command: F) -> F:
     """Give a command ``--pool NAME`` (``--shard NAME``), a configured shard to act on."""
     return click.option(
         "--pool",

@@ -2,7 +2,7 @@
 
 A fleet that outgrows one Redis splits its queues across several. Each
 shard is a whole Sidekiq keyspace of its own (queues, schedule, retries,
-processes, batches, cron loops), so a job lives on exactly one shard, and a
+processes, and every plugin's keys), so a job lives on exactly one shard, and a
 worker serves exactly one: the one it was started on (``wurk --shard east``,
 which makes the shard the worker's main Redis).
 
@@ -29,12 +29,12 @@ call it ``default``, a name no shard may take.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from wurk.config import env
 from wurk.current import routed_pool
 from wurk.errors import ConfigurationError
 
@@ -89,8 +89,9 @@ def check_shards(key: str, value: Any) -> dict[str, dict[str, Any]] | None:
 
 
 def shards_from_env(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
-    """``WURK_SHARDS``: ``name=url`` entries separated by commas or spaces."""
-    raw = (os.environ if environ is None else environ).get(SHARDS_ENV, "").strip()
+    """``WURK_SHARDS`` (or ``SIDEKIQ_SHARDS``): ``name=url`` entries separated
+    by commas or spaces."""
+    raw = (env.get("SHARDS", environ) or "").strip()
     if not raw:
         return None
     entries: dict[str, str] = {}
@@ -135,13 +136,12 @@ def resolve(config: Config, pool: RedisPool | str | None) -> RedisPool | None:
 @contextmanager
 def via(pool: RedisPool | str, config: Config | None = None) -> Iterator[RedisPool]:
     """Send everything ``config`` does with Redis in this block to ``pool``
-    (a shard's name or a pool): pushes, batches opened, unique locks, the
-    data API. Sidekiq's ``Sidekiq::Client.via``::
+    (a shard's name or a pool): pushes, what plugins keep beside them
+    (unique locks, say), the data API. Sidekiq's ``Sidekiq::Client.via``::
 
         with wurk.via("east"):
-            batch = wurk_batches.Batch()
-            with batch.jobs():
-                Report.perform_async(1)
+            Report.perform_async(1)
+            waiting = wurk.api.Queue().size  # east's default queue
 
     It holds for this thread (this context) only, and for ``config`` only
     (the configuration running this code when not given).
