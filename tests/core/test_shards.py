@@ -63,6 +63,23 @@ def test_a_wrong_shards_setting_is_refused_in_one_line(config, shards, message):
         config["shards"] = shards
 
 
+@pytest.mark.parametrize(
+    "shards",
+    [
+        "redis://:hunter2@east:6379/0",
+        {"east": {"password": "hunter2", "host": "east"}},
+        {"redis://:hunter2@east:6379/0": "redis://east"},
+    ],
+)
+def test_a_refused_shards_setting_never_shows_a_password(config, shards):
+    with pytest.raises(wurk.ConfigurationError) as refused:
+        config["shards"] = shards
+    assert "hunter2" not in str(refused.value)
+    with pytest.raises(wurk.ConfigurationError) as from_env:
+        shards_from_env({"WURK_SHARDS": "redis://:hunter2@east:6379/0"})
+    assert "hunter2" not in str(from_env.value)
+
+
 def test_a_misspelt_shard_name_names_the_configured_ones(sharded):
     sharded["shards"] = {**sharded["shards"], "west": "redis://west:6379/0"}
     with pytest.raises(wurk.ConfigurationError) as refused:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from wurk.config import env
 from wurk.current import routed_pool
 from wurk.errors import ConfigurationError
+from wurk.redis.connection import mask_url
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
@@ -56,7 +57,7 @@ _ENTRY = re.compile(r"[,\s]+(?=[A-Za-z0-9_-]+=[A-Za-z][A-Za-z0-9+.-]*://)")
 def check_name(key: str, name: Any) -> str:
     if not isinstance(name, str) or not NAME.fullmatch(name):
         raise ConfigurationError(
-            f"{key}: a shard's name is 1 to 64 letters, digits, '-' or '_' (it shows in URLs), got {name!r}"
+            f"{key}: a shard's name is 1 to 64 letters, digits, '-' or '_' (it shows in URLs), got {_shown(name)}"
         )
     if name == DEFAULT_NAME:
         raise ConfigurationError(
@@ -72,7 +73,9 @@ def check_shards(key: str, value: Any) -> dict[str, dict[str, Any]] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"{key} must map shard names to a Redis URL or to connection options, got {value!r}")
+        raise ConfigurationError(
+            f"{key} must map shard names to a Redis URL or to connection options, got {_shown(value)}"
+        )
     shards: dict[str, dict[str, Any]] = {}
     for name, spec in value.items():
         check_name(key, name)
@@ -83,9 +86,19 @@ def check_shards(key: str, value: Any) -> dict[str, dict[str, Any]] | None:
         else:
             raise ConfigurationError(
                 f"{key}.{name} must be a Redis URL or a mapping with a 'url' (and options such as ssl_ca_certs), "
-                f"got {spec!r}"
+                f"got {_shown(spec)}"
             )
     return shards
+
+
+def _shown(value: Any) -> str:
+    """A refused value as an error message may show it: never a password (a
+    URL's is masked, a mapping shows its keys alone)."""
+    if isinstance(value, str):
+        return repr(mask_url(value)) if value else "an empty string"
+    if isinstance(value, Mapping):
+        return f"a mapping of {sorted(str(key) for key in value)}"
+    return f"a value of type {type(value).__name__}"
 
 
 def shards_from_env(environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]] | None:
@@ -98,7 +111,7 @@ def shards_from_env(environ: Mapping[str, str] | None = None) -> dict[str, dict[
     for entry in _ENTRY.split(raw):
         name, sep, url = entry.strip().partition("=")
         if not sep or not url:
-            raise ConfigurationError(f"{SHARDS_ENV}: {entry!r} is not name=redis://host:port/db")
+            raise ConfigurationError(f"{SHARDS_ENV}: {mask_url(entry.strip())!r} is not name=redis://host:port/db")
         entries[name] = url
     return check_shards(SHARDS_ENV, entries)
 
