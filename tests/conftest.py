@@ -71,6 +71,25 @@ def redis_url(server: ServerProcess) -> Iterator[str]:
     assert not denied, f"the server denied the documented ACL user: {denied}"
 
 
+@pytest.fixture(scope="session")
+def shard_server() -> Iterator[ServerProcess]:
+    """A second server, for the tests of shards (docs/shards.md)."""
+    process = new_server().start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def shard_url(shard_server: ServerProcess) -> Iterator[str]:
+    """The second server's URL (default user), empty before and after the test."""
+    client = redis_py.Redis.from_url(shard_server.url)
+    client.flushall()
+    client.script_flush()
+    yield shard_server.url
+    client.flushall()
+    client.close()
+
+
 @pytest.fixture
 def redis(server: ServerProcess, redis_url: str) -> Iterator[redis_py.Redis]:
     """A plain client for assertions (bytes replies), with every right:

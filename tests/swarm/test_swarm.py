@@ -608,3 +608,19 @@ def test_the_parent_works_as_pid_1_of_a_container(redis_url, redis, tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+
+
+def test_a_swarm_started_with_shard_serves_that_shard_in_every_child(swarms, redis, shard_url):
+    east = redis_py.Redis.from_url(shard_url)
+    swarm = swarms("-c", "1", "-t", "2", "--shard", "east", WURK_COUNT="2", WURK_SHARDS=f"east={shard_url}")
+    pids = wait_for(lambda: len(live_pids(east)) == 2 and live_pids(east), timeout=30)
+    assert pids == children_of(swarm.pid)
+    jids = push(east, NOTE, *[[n, 0.1] for n in range(6)])
+    main_jids = push(redis, NOTE, ["main"])
+    wait_for(lambda: swarm.jids("done") == set(jids), timeout=30)
+    assert redis.scard("processes") == 0  # the main server has no worker of this swarm
+    assert redis.llen("queue:default") == 1
+    assert not swarm.jids("start") & set(main_jids)
+    swarm.signal(signal.SIGTERM)
+    assert swarm.wait(2 + 5 + 3) == 0
+    east.close()

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import redis as redis_py
 
 from tests.helpers import Subprocess, wait_for
 from wurk.redis.servers import free_port
@@ -148,3 +149,22 @@ def test_wurk_web_on_loopback_does_not_warn(tmp_path, redis_url):
     finally:
         web.stop()
     assert "warning" not in web.output()
+
+
+def test_wurk_web_serves_each_shard_of_the_config_file(tmp_path, redis_url, redis, shard_url):
+    redis.set("stat:processed", 1)
+    east = redis_py.Redis.from_url(shard_url)
+    east.set("stat:processed", 2)
+    east.close()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "wurk.yml").write_text(f"shards:\n  east: {shard_url}\n")
+    port = free_port()
+    log = tmp_path / "web.log"
+    web = Subprocess([WURK, "web", "--port", str(port)], log=log, env={"REDIS_URL": redis_url}, cwd=tmp_path)
+    try:
+        wait_for(lambda: answering(f"http://127.0.0.1:{port}/api/stats"), timeout=30)
+        assert httpx.get(f"http://127.0.0.1:{port}/api/stats").json()["processed"] == 1
+        assert httpx.get(f"http://127.0.0.1:{port}/shard/east/api/stats").json()["processed"] == 2
+        assert '<a href="/shard/east/">east</a>' in httpx.get(f"http://127.0.0.1:{port}/").text
+    finally:
+        web.stop()

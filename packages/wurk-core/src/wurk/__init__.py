@@ -16,6 +16,7 @@ from wurk.config.defaults import (
     default_config,
     set_default_config,
 )
+from wurk.config.shards import shard, via
 from wurk.errors import (
     ConfigurationError,
     CursorError,
@@ -79,5 +80,7 @@ __all__ = [
     "job",
     "propagate",
     "set_default_config",
+    "shard",
     "testing",
+    "via",
 ]

@@ -31,12 +31,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from wurk.config.capsule import Capsule
     from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 #: The configuration running the code in this context; unset outside a worker.
 running_config: ContextVar[Config | None] = ContextVar("wurk_running_config", default=None)
 #: The capsule whose processor runs the job in this context; unset outside a
 #: processor thread (components and lifecycle events belong to no capsule).
 running_capsule: ContextVar[Capsule | None] = ContextVar("wurk_running_capsule", default=None)
+
+#: Where a configuration's Redis traffic goes in this context instead of its
+#: main pool: ``wurk.via("east")`` sets it (:mod:`wurk.config.shards`), and
+#: ``config.redis_pool`` answers it for that configuration alone.
+routed_pool: ContextVar[tuple[Config, RedisPool] | None] = ContextVar("wurk_routed_pool", default=None)
 
 # The job running in this context, set by the processor (and by an inline
 # run) and read by the server middleware, the retry layer and plugins.
@@ -89,6 +95,7 @@ __all__ = [
     "current_private",
     "current_stopping",
     "mark",
+    "routed_pool",
     "running",
     "running_capsule",
     "running_config",

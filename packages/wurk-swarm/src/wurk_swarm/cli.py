@@ -53,6 +53,7 @@ def run_swarm(config: Config, flags: dict[str, Any]) -> int:
             "tag": flags.get("tag"),
             "config_file": flags.get("config_file"),
             "verbose": flags.get("verbose") or None,
+            "shard": flags.get("shard"),
         }
     )
     enter_server_mode(config)
@@ -60,6 +61,7 @@ def run_swarm(config: Config, flags: dict[str, Any]) -> int:
     if options.get("verbose"):
         config.logger.setLevel(logging.DEBUG)
     boot.require_app(options["require"])
+    boot.serve_shard(config)  # --shard: the children inherit the shard as their main Redis
     # The checks that need no server run here, once; each child runs the rest.
     boot.allow_app_jobs(config)
     _ = config.redis_pool  # builds the pool, connecting nowhere: a bad URL is refused here, once

@@ -21,9 +21,10 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+import wurk
 from wurk.config import env
 from wurk.plugins.web import WebError
-from wurk_web import builtin, layout, openapi, outage, stream
+from wurk_web import builtin, layout, openapi, outage, shards, stream
 from wurk_web.registry import Api, Dashboard, Page
 from wurk_web.request import DashboardRequest
 from wurk_web.security import ASGIApp, Authorization, Guard, relative_path
@@ -73,18 +74,28 @@ class Settings:
             read_only=self.read_only,
             root=str(request.scope.get("root_path", "")).rstrip("/"),
             raw=request,
+            shard=request.scope.get(shards.SCOPE_KEY),
         )
+
+    def run(self, handler: Callable[[DashboardRequest], Any], request: DashboardRequest) -> Any:
+        """``handler(request)``, with the configuration's Redis routed to the
+        request's shard (``wurk.via``): a plugin's page that reads
+        ``config.redis_pool`` shows the same shard as the others."""
+        if request.shard is None:
+            return handler(request)
+        with wurk.via(request.pool, self.config):
+            return handler(request)
 
 
 def api_endpoint(settings: Settings, api: Api) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         try:
             wrapped = await settings.wrap(request)
-            result = await run_in_threadpool(api.handler, wrapped)
+            result = await run_in_threadpool(settings.run, api.handler, wrapped)
         except WebError as exc:
             return JSONResponse({"error": exc.message}, status_code=exc.status)
         except outage.FAILURES as exc:
-            message = outage.report(settings.config, exc)
+            message = outage.report(settings.config, exc, shard=request.scope.get(shards.SCOPE_KEY))
             headers = {"retry-after": str(outage.RETRY_AFTER)}
             return JSONResponse({"error": message}, status_code=503, headers=headers)
         outage.recovered(settings.config)
@@ -98,16 +109,17 @@ def api_endpoint(settings: Settings, api: Api) -> Callable[[Request], Any]:
 def page_endpoint(settings: Settings, page: Page, version: str) -> Callable[[Request], Any]:
     async def endpoint(request: Request) -> Response:
         root = str(request.scope.get("root_path", "")).rstrip("/")
+        shard = request.scope.get(shards.SCOPE_KEY)
         headers = {"cache-control": "no-store"}
         try:
-            await run_in_threadpool(outage.ping, settings.config)
-            outage.recovered(settings.config)
             wrapped = await settings.wrap(request)
-            body = await run_in_threadpool(page.render, wrapped)
+            await run_in_threadpool(outage.ping, settings.config, wrapped.pool)
+            outage.recovered(settings.config)
+            body = await run_in_threadpool(settings.run, page.render, wrapped)
         except WebError as exc:
             body, status = f"<p class='error'>{exc.status}</p>", exc.status
         except outage.FAILURES as exc:
-            body, status = outage.page_body(outage.report(settings.config, exc)), 503
+            body, status = outage.page_body(outage.report(settings.config, exc, shard=shard)), 503
             headers["retry-after"] = str(outage.RETRY_AFTER)
         else:
             status = 200
@@ -119,6 +131,12 @@ def page_endpoint(settings: Settings, page: Page, version: str) -> Callable[[Req
             read_only=settings.read_only,
             version=version,
             poll_seconds=settings.poll_seconds,
+            shards=layout.ShardChoice(
+                names=sorted(settings.config.shards),
+                current=shard,
+                mount=shards.mount_root(root, shard),
+                path=relative_path(request.scope),
+            ),
         )
         return HTMLResponse(document, status_code=status, headers=headers)
 
@@ -177,7 +195,7 @@ def create_app(
     builtin.register(dashboard)
     config.plugins.call.register_web(dashboard)
     settings = Settings(config, dashboard, read_only_mode(config, read_only), poll_seconds)
-    app: ASGIApp = Starlette(routes=routes(settings, __version__))
+    app: ASGIApp = shards.ShardRouter(Starlette(routes=routes(settings, __version__)), config)
     app = Guard(
         app,
         read_only=settings.read_only,

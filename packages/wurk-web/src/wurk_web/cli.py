@@ -43,16 +43,22 @@ def web_command(
     --allowed-host), so a web page cannot reach it by re-pointing its own
     name at this machine. While Redis cannot be
     reached its pages answer 503 saying so, and they work again once it answers.
+    With shards configured (WURK_SHARDS, or 'shards' in the config file),
+    /shard/NAME/ is the dashboard of shard NAME, and every page links to the others.
     """
     import uvicorn
 
+    from wurk.cli import boot
     from wurk.config.defaults import default_config
     from wurk_web import outage
     from wurk_web.app import create_app
     from wurk_web.pool import redis_pool
 
-    obj = ctx.find_root().obj or {}
+    root = ctx.find_root()
+    obj = root.obj or {}
     config = obj.get("config") or default_config()
+    if not config.shards:  # WURK_SHARDS unset: the config file's, for the shard selector
+        boot.adopt_file_shards(config, root.params.get("config_file"), root.params.get("environment"))
     hosts = [*LOOPBACK, *allowed_hosts] if host.strip("[]") in LOOPBACK else list(allowed_hosts)
     app = create_app(config, read_only=read_only or None, allowed_hosts=hosts)
     pool = redis_pool(config)  # a bad URL is refused here, in one line

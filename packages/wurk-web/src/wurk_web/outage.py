@@ -29,6 +29,7 @@ from wurk_web.pool import redis_pool
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
+    from wurk.redis.connection import RedisPool
 
 __all__ = ["FAILURES", "RETRY_AFTER", "page_body", "ping", "recovered", "report"]
 
@@ -46,17 +47,19 @@ RETRY_AFTER = 5
 CONTEXT = "dashboard"
 
 
-def ping(config: Config) -> None:
-    """One PING on the dashboard's pool, without the pool's retries: a page
-    should say at once that Redis is away, not after the back-off."""
-    redis_pool(config).client.ping()
+def ping(config: Config, pool: RedisPool | None = None) -> None:
+    """One PING on the dashboard's pool (or on ``pool``, a shard's), without
+    the pool's retries: a page should say at once that Redis is away, not
+    after the back-off."""
+    (pool or redis_pool(config)).client.ping()
 
 
-def report(config: Config, exc: BaseException) -> str:
+def report(config: Config, exc: BaseException, *, shard: str | None = None) -> str:
     """Log ``exc`` in proportion and return the one line that says what is
     wrong and what to do: an outage goes to the outage log (one line an
-    outage), another failure to one line of its own, never a traceback."""
-    url = str(config.redis["url"])
+    outage), another failure to one line of its own, never a traceback.
+    ``shard``: the request was for that shard, whose server is named."""
+    url = str(config.shards.get(shard, {}).get("url") if shard else config.redis["url"])
     message = explain(exc, url).format_message()
     if _unreachable(exc):
         if not isinstance(exc, RedisConnectionError):  # redis-py's own, from the PING: name the server

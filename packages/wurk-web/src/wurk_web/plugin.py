@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 #: The plugin API this plugin was built for; core refuses to load it if it
 #: provides another major, or an older minor (see ``wurk.PLUGIN_API``).
-WURK_PLUGIN_API = (1, 2)
+WURK_PLUGIN_API = (1, 9)  # wurk.via, config.shards: the dashboard of several shards
 
 #: Connections in the dashboard's own Redis pool.
 WEB_POOL_SIZE = 5

@@ -26,11 +26,18 @@ class DashboardRequest:
     root: str
     #: The framework's own request, for a handler that needs headers or cookies.
     raw: Any = field(default=None, repr=False)
+    #: The shard the request is for (``/shard/<name>/…``), None for the main Redis.
+    shard: str | None = None
 
     @property
     def pool(self) -> RedisPool:
-        """The dashboard's Redis pool: pass it to the data API as ``pool=``."""
-        return redis_pool(self.config)
+        """The Redis pool of the shard the request is for (the dashboard's own
+        pool on the main Redis): pass it to the data API as ``pool=``. While a
+        handler runs, ``config.redis_pool`` is the same server (``wurk.via``),
+        so a page reading that instead shows the same shard."""
+        if self.shard is None:
+            return redis_pool(self.config)
+        return self.config.shard(self.shard)
 
     def int_param(self, name: str, default: int, low: int, high: int) -> int:
         """A whole-number query parameter clamped into ``low..high``; 400 when not a number."""

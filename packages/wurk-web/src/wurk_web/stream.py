@@ -43,7 +43,7 @@ def endpoint(settings: Settings) -> Callable[[Request], Any]:
                 try:
                     snapshot = await run_in_threadpool(stats_snapshot, wrapped)
                 except outage.FAILURES as exc:
-                    message = outage.report(settings.config, exc)
+                    message = outage.report(settings.config, exc, shard=wrapped.shard)
                     yield frame("error", {"error": message})
                 else:
                     outage.recovered(settings.config)

@@ -3,7 +3,7 @@ Redis replies become Python values.
 
 An API object talks to the Redis of one configuration (the process default
 unless given) through that configuration's main pool, or through a ``pool``
-passed explicitly (a second Redis shard, say). Every call goes through
+passed explicitly (a second Redis shard, say: a pool or a shard's name). Every call goes through
 :meth:`wurk.redis.connection.RedisPool.execute`, so a failover or a dropped
 connection is retried under the same rules as the rest of Wurk.
 """
@@ -15,6 +15,8 @@ from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
+
+from wurk.config import shards
 
 if TYPE_CHECKING:
     from wurk.config.configuration import Config
@@ -29,15 +31,16 @@ PAGE_SIZE = 50
 
 
 class RedisAccess:
-    """A configuration plus an optional pool override."""
+    """A configuration plus an optional pool override: a pool, or the name
+    of a configured shard (``Queue("mail", pool="east")``)."""
 
-    def __init__(self, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         if config is None:  # the running job's configuration, else the process default
             from wurk.config.defaults import current_config
 
             config = current_config()
         self.config = config
-        self._pool = pool
+        self._pool = shards.resolve(config, pool)
 
     @property
     def pool(self) -> RedisPool:

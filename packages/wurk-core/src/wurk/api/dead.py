@@ -30,7 +30,7 @@ class DeadSet(JobSet):
 
     API_KILL_MESSAGE = KILLED_BY_API
 
-    def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | None = None):
+    def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | str | None = None):
         super().__init__(name, config=config, pool=pool)
 
     def _deaths(self) -> Deaths:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 class Deaths(RedisAccess):
     """The writes to a dead set (``dead`` unless named otherwise)."""
 
-    def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | None = None):
+    def __init__(self, name: str = keys.DEAD, *, config: Config | None = None, pool: RedisPool | str | None = None):
         super().__init__(config, pool)
         self.name = name
 

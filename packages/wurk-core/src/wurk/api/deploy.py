@@ -49,7 +49,7 @@ def stamp_of(at: datetime) -> str:
 
 
 class Deploy(RedisAccess):
-    def __init__(self, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, *, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         super().__init__(config, pool)
 
     @hybridmethod

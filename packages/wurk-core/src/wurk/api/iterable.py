@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class IterableJobQuery(RedisAccess):
     """The saved progress of the iterable jobs ``jids``, read once."""
 
-    def __init__(self, jids: Iterable[str] | str, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(
+        self, jids: Iterable[str] | str, config: Config | None = None, pool: RedisPool | str | None = None
+    ) -> None:
         super().__init__(config, pool)
         if jids is None:
             raise TypeError("IterableJobQuery needs a jid or a list of jids, got None")

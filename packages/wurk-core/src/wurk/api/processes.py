@@ -88,7 +88,9 @@ class ProcessSet(RedisAccess):
     raw members and may include the dead; ``len(list(ProcessSet()))`` does not.
     """
 
-    def __init__(self, clean: bool = True, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(
+        self, clean: bool = True, *, config: Config | None = None, pool: RedisPool | str | None = None
+    ) -> None:
         super().__init__(config, pool)
         if clean:
             self.cleanup()
@@ -100,7 +102,7 @@ class ProcessSet(RedisAccess):
 
     @hybridmethod
     def get(
-        owner: Any, identity: str, *, config: Config | None = None, pool: RedisPool | None = None
+        owner: Any, identity: str, *, config: Config | None = None, pool: RedisPool | str | None = None
     ) -> Process | None:
         """The process with this identity; ``None`` if unknown or lapsed.
 
@@ -172,7 +174,7 @@ class Process(Mapping[str, Any]):
     """
 
     def __init__(
-        self, attributes: Mapping[str, Any], *, config: Config | None = None, pool: RedisPool | None = None
+        self, attributes: Mapping[str, Any], *, config: Config | None = None, pool: RedisPool | str | None = None
     ) -> None:
         self._attributes = dict(attributes)
         self._access = RedisAccess(config, pool)
@@ -301,7 +303,7 @@ class WorkSet(RedisAccess):
     by up to one heartbeat; treat it as a picture, not a ledger.
     """
 
-    def __init__(self, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, *, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         super().__init__(config, pool)
 
     def __iter__(self) -> Iterator[Work]:
@@ -351,7 +353,7 @@ class Work:
         state: Mapping[str, Any],
         *,
         config: Config | None = None,
-        pool: RedisPool | None = None,
+        pool: RedisPool | str | None = None,
     ) -> None:
         self.process_id = process_id
         self.thread_id = thread_id

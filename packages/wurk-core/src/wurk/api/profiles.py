@@ -95,7 +95,7 @@ class ProfileSet(RedisAccess):
     record.stats().sort_stats("cumulative").print_stats(10)
     """
 
-    def __init__(self, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, *, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         super().__init__(config=config, pool=pool)
 
     @property

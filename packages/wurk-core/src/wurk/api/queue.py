@@ -37,14 +37,16 @@ class Queue(RedisAccess):
     Reads are live: every ``size`` or ``latency`` asks Redis again.
     """
 
-    def __init__(self, name: str = "default", *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(
+        self, name: str = "default", *, config: Config | None = None, pool: RedisPool | str | None = None
+    ) -> None:
         super().__init__(config, pool)
         self.name = str(name)
         self.key = keys.queue(self.name)
         self._removed = 0  # deletions made through this object, to keep paging aligned
 
     @classmethod
-    def all(cls, *, config: Config | None = None, pool: RedisPool | None = None) -> list[Queue]:
+    def all(cls, *, config: Config | None = None, pool: RedisPool | str | None = None) -> list[Queue]:
         """Every known queue (members of ``queues``), sorted by name."""
         access = RedisAccess(config, pool)
         names = access.run(lambda conn: list(conn.sscan_iter(keys.QUEUES)))

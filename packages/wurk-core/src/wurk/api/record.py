@@ -126,7 +126,7 @@ class JobRecord(RedisAccess):
         queue: str | None = None,
         *,
         config: Config | None = None,
-        pool: RedisPool | None = None,
+        pool: RedisPool | str | None = None,
     ) -> None:
         super().__init__(config, pool)
         if isinstance(value, Mapping):

@@ -114,7 +114,7 @@ class Search(RedisAccess):
         kinds: Iterable[str] | None = None,
         limit: int = DEFAULT_LIMIT,
         config: Config | None = None,
-        pool: RedisPool | None = None,
+        pool: RedisPool | str | None = None,
     ) -> None:
         super().__init__(config, pool)
         self.substring = str(substring or "")

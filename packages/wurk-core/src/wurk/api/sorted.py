@@ -60,7 +60,7 @@ def _holds_jid(member: Member, jid: str) -> bool:
 class SortedSet(RedisAccess):
     """A ZSET by key name."""
 
-    def __init__(self, name: str, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, name: str, *, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         super().__init__(config, pool)
         self.name = name
         self._removed = 0  # removals made through this object, to keep paging aligned
@@ -299,14 +299,14 @@ class JobSet(SortedSet):
 class ScheduledSet(JobSet):
     """Jobs waiting for their time (``schedule``); the score is when they are due."""
 
-    def __init__(self, name: str = keys.SCHEDULE, *, config: Config | None = None, pool: RedisPool | None = None):
+    def __init__(self, name: str = keys.SCHEDULE, *, config: Config | None = None, pool: RedisPool | str | None = None):
         super().__init__(name, config=config, pool=pool)
 
 
 class RetrySet(JobSet):
     """Failed jobs waiting for their next attempt (``retry``)."""
 
-    def __init__(self, name: str = keys.RETRY, *, config: Config | None = None, pool: RedisPool | None = None):
+    def __init__(self, name: str = keys.RETRY, *, config: Config | None = None, pool: RedisPool | str | None = None):
         super().__init__(name, config=config, pool=pool)
 
 

@@ -56,7 +56,7 @@ class History:
         start_date: date | None = None,
         *,
         config: Config | None = None,
-        pool: RedisPool | None = None,
+        pool: RedisPool | str | None = None,
     ) -> None:
         if isinstance(days_previous, bool) or not isinstance(days_previous, int):
             raise TypeError(f"days_previous must be a whole number, got {days_previous!r}")
@@ -112,7 +112,7 @@ class Stats(RedisAccess):
 
     History = History
 
-    def __init__(self, *, config: Config | None = None, pool: RedisPool | None = None) -> None:
+    def __init__(self, *, config: Config | None = None, pool: RedisPool | str | None = None) -> None:
         super().__init__(config, pool)
 
         def snapshot(conn: Any) -> list[Any]:

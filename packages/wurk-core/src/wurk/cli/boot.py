@@ -44,6 +44,7 @@ from wurk.errors import ConfigurationError
 __all__ = [
     "CONFIG_FILES",
     "AppImportError",
+    "adopt_file_shards",
     "allow_app_jobs",
     "apply_options",
     "build_options",
@@ -55,6 +56,7 @@ __all__ = [
     "queue_flag",
     "refuse_misspelt",
     "require_app",
+    "serve_shard",
     "validate",
 ]
 
@@ -316,9 +318,37 @@ def _check_job_package(package: str) -> None:
         raise ConfigurationError(f"job_packages: no module named {package!r} (working directory {os.getcwd()})")
 
 
+def adopt_file_shards(config: Config, config_file: str | None = None, environment: str | None = None) -> None:
+    """The shards of the config file (``config_file``, else the one found in
+    the working directory), for a command that reads no application code
+    (``wurk stats --pool east``, ``wurk web``): they replace the configuration's."""
+    path = config_file or find_config_file(".")
+    if path:
+        found = load_config_file(path, env.environment(environment)).get("shards")
+        if found:
+            config["shards"] = found
+
+
+def serve_shard(config: Config) -> None:
+    """With ``--shard NAME`` (``config["shard"]``), make that shard the
+    worker's main Redis. Done after the app is imported, so that shards the
+    app configures count, and so that an app writing ``config.redis`` in its
+    ``configure_server`` does not silently send the worker back to the main
+    server."""
+    name = config.option("shard")
+    if not name:
+        return
+    config.use_shard(name)
+    from wurk.redis.connection import mask_url
+
+    config.logger.info("serving shard %s at %s", name, mask_url(str(config.redis["url"])))
+
+
 def validate(config: Config) -> None:
     """The boot checks, in order, before any thread starts, and the job
-    lookup's allowed packages, which need the app imported first."""
+    lookup's allowed packages, which need the app imported first. A worker
+    given a shard switches to it first (:func:`serve_shard`)."""
+    serve_shard(config)
     for name, capsule in config.capsules.items():
         if capsule.concurrency <= 0:
             raise ConfigurationError(f"capsule {name}: concurrency must be > 0")

@@ -163,6 +163,7 @@ def _run_worker(config: Config, flags: dict[str, Any]) -> int:
         "tag": flags.get("tag"),
         "config_file": flags.get("config_file"),
         "verbose": flags.get("verbose") or None,
+        "shard": flags.get("shard"),
     }
     options = boot.build_options(flags)
     enter_server_mode(config)
@@ -192,6 +193,11 @@ WORKER_OPTIONS = [
     click.Option(["-g", "--tag"], help="Process tag shown in the dashboard."),
     click.Option(["-C", "--config", "config_file"], help="YAML config file (default config/wurk.yml)."),
     click.Option(["-v", "--verbose"], is_flag=True, default=None, help="Log at DEBUG level."),
+    click.Option(
+        ["--shard", "--pool", "shard"],
+        metavar="NAME",
+        help="Serve this configured shard: its Redis becomes the worker's main Redis.",
+    ),
 ]
 
 

@@ -15,15 +15,46 @@ import difflib
 import json
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from wurk.cli import plural
 
 SET_NAMES = ("scheduled", "retry", "dead")
+
+F = TypeVar("F", bound=Callable[..., Any] | click.Command)
+
+
+def _use_pool(ctx: click.Context, param: click.Parameter, name: str | None) -> None:
+    """``--pool NAME``: the command reads and changes that shard instead of
+    the main Redis. The shards are the configuration's (``WURK_SHARDS``), else
+    those of the config file (``-C``, or ``config/wurk.yml`` found here)."""
+    if not name:
+        return
+    from wurk.cli import boot
+    from wurk.config.defaults import current_config
+
+    root = ctx.find_root()
+    config = current_config()  # the one the commands' data API objects read
+    if name not in config.shards:
+        boot.adopt_file_shards(config, root.params.get("config_file"), root.params.get("environment"))
+    config.use_shard(name)
+
+
+def pool_option(command: F) -> F:
+    """Give a command ``--pool NAME`` (``--shard NAME``), a configured shard to act on."""
+    return click.option(
+        "--pool",
+        "--shard",
+        "pool",
+        metavar="NAME",
+        expose_value=False,
+        callback=_use_pool,
+        help="Act on this configured shard instead of the main Redis (REDIS_URL).",
+    )(command)
 
 
 def _api() -> Any:
@@ -86,6 +117,7 @@ def stats_data() -> dict[str, Any]:
     }
 
 
+@pool_option
 @click.command("stats")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def stats_command(as_json: bool) -> None:
@@ -101,6 +133,7 @@ def queues_data() -> list[dict[str, Any]]:
     ]
 
 
+@pool_option
 @click.command("queues")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def queues_command(as_json: bool) -> None:
@@ -170,6 +203,7 @@ def _shown(key: str, value: Any) -> Any:
 
 
 @job_group.command("show")
+@pool_option
 @click.argument("jid")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def job_show(jid: str, as_json: bool) -> None:
@@ -185,6 +219,7 @@ def job_show(jid: str, as_json: bool) -> None:
 
 
 @job_group.command("retry")
+@pool_option
 @click.argument("jid")
 def job_retry(jid: str) -> None:
     """Put a scheduled, retrying or dead job on its queue now."""
@@ -198,6 +233,7 @@ def job_retry(jid: str) -> None:
 
 
 @job_group.command("delete")
+@pool_option
 @click.argument("jid")
 def job_delete(jid: str) -> None:
     """Remove a job from its queue or set for good.
@@ -211,6 +247,7 @@ def job_delete(jid: str) -> None:
 
 
 @job_group.command("kill")
+@pool_option
 @click.argument("jid")
 def job_kill(jid: str) -> None:
     """Move a job to the dead set (death handlers run, as for a manual kill)."""
@@ -226,6 +263,7 @@ def job_kill(jid: str) -> None:
     click.echo(f"job {jid} moved from {where} to the dead set")
 
 
+@pool_option
 @click.command("retry-all")
 @click.argument("set_name", type=click.Choice(SET_NAMES))
 def retry_all_command(set_name: str) -> None:
@@ -247,6 +285,7 @@ def _confirm(question: str, yes: bool) -> None:
 YES = click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 
 
+@pool_option
 @click.command("kill-all")
 @click.argument("set_name", type=click.Choice(SET_NAMES[:2]))
 @YES
@@ -265,6 +304,7 @@ def kill_all_command(set_name: str, yes: bool) -> None:
     click.echo(f"{plural(jobs.kill_all(), 'job')} moved from {set_name} to the dead set")
 
 
+@pool_option
 @click.command("pause")
 @click.argument("queue")
 def pause_command(queue: str) -> None:
@@ -289,6 +329,7 @@ def pause_command(queue: str) -> None:
     click.echo(f"queue {queue} paused")
 
 
+@pool_option
 @click.command("unpause")
 @click.argument("queue")
 def unpause_command(queue: str) -> None:
@@ -313,6 +354,7 @@ def processes_data() -> list[dict[str, Any]]:
     ]
 
 
+@pool_option
 @click.command("processes")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 def processes_command(as_json: bool) -> None:
@@ -347,6 +389,7 @@ def _signal(identities: Iterable[str], everyone: bool, action: str) -> None:
         raise click.ClickException(f"no live process matches {', '.join(sorted(wanted)) or 'anything'}")
 
 
+@pool_option
 @click.command("quiet")
 @click.argument("identities", nargs=-1)
 @click.option("--all", "everyone", is_flag=True, help="Every live process.")
@@ -355,6 +398,7 @@ def quiet_command(identities: tuple[str, ...], everyone: bool) -> None:
     _signal(identities, everyone, "quiet")
 
 
+@pool_option
 @click.command("stop")
 @click.argument("identities", nargs=-1)
 @click.option("--all", "everyone", is_flag=True, help="Every live process.")
@@ -363,6 +407,7 @@ def stop_command(identities: tuple[str, ...], everyone: bool) -> None:
     _signal(identities, everyone, "stop")
 
 
+@pool_option
 @click.command("top")
 @click.option("--interval", default=2.0, show_default=True, help="Seconds between refreshes.")
 @click.option("--once", is_flag=True, help="Print one screen and exit.")

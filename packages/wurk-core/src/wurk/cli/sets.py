@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from wurk.cli.ops import _table
+from wurk.cli.ops import _table, pool_option
 
 #: Entries a page, as the dashboard's lists.
 PER_PAGE = 25
@@ -242,6 +242,7 @@ def show(name: str, page: int, per_page: int, classes: Sequence[str], queues: Se
 
 
 def _listing_command(name: str, summary: str) -> click.Command:
+    @pool_option
     @click.command(name, help=summary)
     @click.option(
         "--class",

@@ -18,6 +18,7 @@ from wurk.client import fields, interception
 from wurk.client import payload as wire
 from wurk.client.payload import InvalidJobError
 from wurk.client.writers import PUSH, PushWriter, PushWriterRegistry, await_replicas_after, writers_for
+from wurk.config import shards
 from wurk.types import Payload
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ def _tag(tag: Any, job_class: str) -> str:
 class Client:
     """Pushes jobs; ``Client(config, pool=..., chain=...)`` picks where and how.
 
-    ``pool`` shards a push onto another Redis; ``chain`` replaces the
+    ``pool`` shards a push onto another Redis: a pool, or the name of a
+    configured shard (:mod:`wurk.config.shards`); ``chain`` replaces the
     configuration's client middleware for this client. Without ``config``,
     a client made inside a running job pushes with that job's configuration
     (:func:`wurk.current_config`), anywhere else with the process default.
@@ -50,7 +52,7 @@ class Client:
         self,
         config: Config | None = None,
         *,
-        pool: RedisPool | None = None,
+        pool: RedisPool | str | None = None,
         chain: Chain | None = None,
     ) -> None:
         if config is None:  # the running job's configuration, else the process default
@@ -58,7 +60,7 @@ class Client:
 
             config = current_config()
         self.config = config
-        self._pool = pool
+        self._pool = shards.resolve(config, pool)
         self._chain = chain
         self._writers: PushWriterRegistry | None = None
 
@@ -139,12 +141,23 @@ class Client:
         origin = normed.get("at") or normed["created_at"] / 1000.0
         normed["expiry"] = origin + expires_in
 
-    def _pool_for(self, item: Mapping[str, Any]) -> RedisPool:
+    def _routed(self, item: Mapping[str, Any]) -> RedisPool | None:
+        """The pool the item, its class's options or this client route the
+        push to (a shard's name is looked up); None for the configuration's
+        main pool."""
         pool = item.get("pool")
         if pool is None:
             class_options = getattr(item.get("class"), "wurk_options", None)
             pool = class_options.get("pool") if isinstance(class_options, dict) else None
-        return pool or self._pool or self.config.redis_pool
+        if isinstance(pool, str):
+            interceptor = interception.interceptor
+            if interceptor is not None and interceptor.enabled():
+                return self._pool  # a testing mode takes the job: no Redis, so no shard to look up
+            return self.config.shard(pool)
+        return pool or self._pool
+
+    def _pool_for(self, item: Mapping[str, Any]) -> RedisPool:
+        return self._routed(item) or self.config.redis_pool
 
     # -- pushing ----------------------------------------------------------------
 
@@ -152,9 +165,16 @@ class Client:
         """Push one job; its jid, or ``None`` when a middleware halted it.
 
         ``origin`` tells the push writers who pushes (:mod:`wurk.client.writers`).
+        A push routed to another pool (a shard) runs its middleware and its
+        writer inside ``wurk.via(pool)``, so that what they keep in Redis
+        beside the job (a unique lock, a batch's books) lands on the job's shard.
         """
-        pool = self._pool_for(item)
-        return self.push_normalized(self.normalize_item(item), pool, origin=origin)
+        routed = self._routed(item)
+        normed = self.normalize_item(item)
+        if routed is None:
+            return self.push_normalized(normed, self.config.redis_pool, origin=origin)
+        with shards.via(routed, self.config):
+            return self.push_normalized(normed, routed, origin=origin)
 
     def cancel(self, jid: str) -> int:
         """Cancel the iterable job ``jid``, running or not yet started: it
@@ -189,6 +209,13 @@ class Client:
         Redis in slices of ``batch_size`` (1,000; 100 when scheduled). Returns
         the jids in order, ``None`` where a middleware halted a job.
         """
+        routed = self._routed(item)
+        if routed is None:
+            return self._push_bulk(item, self.config.redis_pool)
+        with shards.via(routed, self.config):
+            return self._push_bulk(item, routed)
+
+    def _push_bulk(self, item: Mapping[str, Any], pool: RedisPool) -> list[str | None]:
         args_list = item.get("args")
         if not isinstance(args_list, list | tuple) or not all(isinstance(a, list | tuple) for a in args_list):
             raise InvalidJobError("push_bulk: args must be a list of argument lists, like [[1], [2]]")
@@ -205,7 +232,6 @@ class Client:
         template = self.normalize_item({**base, "args": [], **({"at": first_at} if first_at is not None else {})})
         mode, logger = self.config["on_complex_arguments"], self.config.logger
         args_list = [wire.verify_args(list(args), mode, logger, template["class"]) for args in args_list]
-        pool = self._pool_for(item)
         chained = self.has_middleware
         jids: list[str | None] = []
         for start in range(0, len(args_list), batch_size):

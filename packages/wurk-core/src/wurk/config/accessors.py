@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+from wurk.config import shards as sharding
 from wurk.config.settings import check_event
+from wurk.current import routed_pool
 from wurk.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -89,8 +91,29 @@ class NamedAccessors:
 
     @property
     def redis_pool(self) -> RedisPool:
-        """The default capsule's main pool."""
+        """The default capsule's main pool; inside ``wurk.via(...)`` for this
+        configuration, the pool the block routes to."""
+        routed = routed_pool.get()
+        if routed is not None and routed[0] is self:
+            return routed[1]
         return self.default_capsule.redis_pool
+
+    @property
+    def shards(self) -> dict[str, dict[str, Any]]:
+        """The configured shards (``shards``, else ``WURK_SHARDS``): each
+        name with its connection options."""
+        configured = self["shards"]
+        return {name: dict(options) for name, options in (configured or {}).items()}
+
+    def shard(self, name: str) -> RedisPool:
+        """The pool of shard ``name``, built on first use (``size`` from its
+        options, else ``max(10, total concurrency)``) and reset with the
+        others; a name nobody configured is a one-line ConfigurationError."""
+        options = self.shards.get(name) if isinstance(name, str) else None
+        if options is None:
+            raise sharding.unknown_shard(name, self.shards)
+        size = int(options.get("size") or max(10, sum(c.concurrency for c in self._capsules.values())))
+        return self._pools.shard(name, options, size)
 
     def new_redis_pool(self, size: int, name: str = "custom", **overrides: Any) -> RedisPool:
         """An extra pool on the configured server (``overrides`` change its

@@ -281,6 +281,21 @@ class Config(NamedAccessors):
         self._redis.update(options)
         self.reset_redis_pools()
 
+    def use_shard(self, name: str) -> None:
+        """Make shard ``name`` this configuration's main Redis: its options
+        replace ``config.redis`` whole (nothing of the main server's carries
+        over), and ``config["shard"]`` names it. What a worker started with
+        ``--shard NAME`` does at boot, and the command line's ``--pool NAME``."""
+        self._check_frozen()
+        options = self.shards.get(name) if isinstance(name, str) else None
+        if options is None:
+            from wurk.config.shards import unknown_shard
+
+            raise unknown_shard(name, self.shards)
+        self["shard"] = name
+        self._redis = {"url": None, **options}
+        self.reset_redis_pools()
+
     def reset_after_fork(self) -> None:
         """In a forked child: let go of what belongs to the parent process.
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Final
 
+from wurk.config import shards
 from wurk.errors import ConfigurationError, PluginError
 
 #: Lifecycle events in the order a worker process goes through them. Each has a
@@ -461,6 +462,16 @@ def declare_core_settings(settings: SettingRegistry) -> None:
         settings.add(name, default=default, check=_CORE_CHECKS.get(name), owner=CORE)
     for name in RUNTIME_OPTIONS:
         settings.add(name, check=_CORE_CHECKS.get(name), owner=CORE)
+    # Several Redis servers (wurk.config.shards): their names and connection
+    # options, and the one this worker serves (``wurk --shard NAME``).
+    settings.add(
+        "shards",
+        check=shards.check_shards,
+        owner=CORE,
+        doc="named Redis servers: name -> URL or connection options",
+        fallback=shards.shards_from_env,
+    )
+    settings.add("shard", check=shards.check_name, owner=CORE, doc="the shard this worker serves as its main Redis")
 
 
 def core_settings() -> SettingRegistry:

@@ -141,7 +141,7 @@ class Query(RedisAccess):
     """Execution metrics as of ``now`` (default: the moment of construction)."""
 
     def __init__(
-        self, config: Config | None = None, *, pool: RedisPool | None = None, now: datetime | None = None
+        self, config: Config | None = None, *, pool: RedisPool | str | None = None, now: datetime | None = None
     ) -> None:
         super().__init__(config, pool)
         self.now = (now or datetime.now(UTC)).astimezone(UTC)

@@ -85,8 +85,10 @@ if TYPE_CHECKING:
 #: ``wurk.server.loop.on_job_loop``;
 #: 1.8: ``Skip(log_as=, rescheduled=)`` (the job log's line for a skipped run; a run put back to run later
 #: is counted in ``stat:rescheduled``), the ``wurk.options`` entry-point group (a switched-off plugin's
-#: job option refused at enqueue, naming the plugin).
-PLUGIN_API: tuple[int, int] = (1, 8)
+#: job option refused at enqueue, naming the plugin);
+#: 1.9: shards: ``wurk.via`` and ``wurk.shard``, ``config.shard(name)``, ``config.shards``, a shard's
+#: name wherever a pool is accepted; ``WebRequest.pool`` is the pool of the request's shard.
+PLUGIN_API: tuple[int, int] = (1, 9)
 
 #: The attribute through which a plugin declares the plugin API it was built for.
 PLUGIN_API_ATTRIBUTE = "WURK_PLUGIN_API"

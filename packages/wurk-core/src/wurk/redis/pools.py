@@ -62,6 +62,19 @@ class ConfigPools:
                 pool = self._shared[name] = self.new(size, name, **overrides)
             return pool
 
+    def shard(self, name: str, options: dict[str, Any], size: int) -> RedisPool:
+        """The pool of shard ``name``, on ``options`` alone (nothing of the
+        main server's options carries over: another server may need other
+        credentials and certificates), built on the first ask."""
+        key = f"shard:{name}"
+        with self._lock:
+            pool = self._shared.get(key)
+            if pool is None:
+                pool = RedisPool(options, size=size, name=key, error_handlers=LiveHandlers(self._config))
+                self._shared[key] = pool
+                self.custom.append(pool)
+            return pool
+
     def reset(self, capsule_pools: Iterable[Any]) -> None:
         """Disconnect and forget every pool, the capsules' (``capsule_pools``:
         objects with ``reset_redis_pools``) included; they are rebuilt on next
