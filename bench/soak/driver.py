@@ -269,7 +269,8 @@ class Soak:
 
 
 def _alive(pid: int) -> bool:
-    return Proc.of(pid) is not None and Proc.of(pid).alive()  # type: ignore[union-attr]
+    proc = Proc.of(pid)
+    return proc is not None and proc.alive()
 
 
 def _wait(condition: Any, timeout: float) -> bool:
