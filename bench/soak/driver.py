@@ -52,7 +52,7 @@ SHORT = {
     "unique_for": 30,
     "sample_every": 1.0,
     "warmup": 8.0,
-    "settle": 20.0,
+    "settle": 10.0,
     "drain_timeout": 90.0,
     "progress_every": 5.0,
 }
@@ -365,7 +365,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--warmup", type=float, help="seconds of a process's life before its memory is judged (default 120; --short 8)"
     )
     parser.add_argument(
-        "--settle", type=float, help="seconds to wait at the end for TTLs to run out (default 660; --short 20)"
+        "--settle", type=float, help="seconds to wait at the end for TTLs to run out (default 660; --short 10)"
     )
     parser.add_argument("--drain-timeout", type=float, help="give up waiting for jobs after this long without progress")
     parser.add_argument("--output", help="JSON path (default bench/results/soak-<date>.json)")
