@@ -383,6 +383,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     soak = Soak(args)
+    commit = _commit()  # the code that runs, taken before a long run lets the checkout move on
     print(
         f"soak: {args.jobs} jobs at {args.rate:g}/s, a fault every {args.fault_every:g} s; work dir {soak.dir}",
         flush=True,
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "host": socket.gethostname(),
         },
-        "commit": _commit(),
+        "commit": commit,
         "wurk": wurk.__version__,
         "server": f"valkey {soak.broker.version}",
         "settings": {name: getattr(args, name) for name in (*FULL, "concurrency", "scheduler", "faults")},
