@@ -14,6 +14,7 @@ import pytest
 
 import wurk
 from tests.batches.jobs import Done, Row
+from tests.helpers import wait_for
 from wurk.client.transactional import transactional_push
 from wurk_batches import Batch, Status
 from wurk_batches.books import Books
@@ -337,3 +338,31 @@ def test_a_switched_off_plugin_refuses_batches_by_name(redis_url, redis):
     config.redis = {"url": redis_url}
     with pytest.raises(wurk.PluginError, match="wurk-batches plugin"), Batch(config=config).jobs():
         pass
+
+
+def test_expired_batches_leave_the_index_and_their_tag_sets_as_new_batches_open(config, redis):
+    """The ``batches`` index and a tag's set are kept alive by every new
+    batch, so they would list every batch ever made; opening a batch drops
+    entries whose batch expired, and the index comes back to the live ones."""
+    expired = []
+    for n in range(6):
+        batch = Batch()
+        batch.tags = ["nightly"]
+        batch.expires_in(1)
+        with batch.jobs():
+            Row.perform_async(n)
+        expired.append(batch.bid)
+    wait_for(lambda: not any(redis.exists(f"b-{bid}") for bid in expired), timeout=10)
+    assert redis.zcard("batches") == 6
+
+    live = []
+    for n in range(4):
+        batch = Batch()
+        batch.tags = ["nightly"]
+        with batch.jobs():
+            Row.perform_async(n)
+        live.append(batch.bid)
+    assert {bid.decode() for bid in redis.zrange("batches", 0, -1)} == set(live)
+    # A tag's set is sampled at random: the first open alone dropped at least one.
+    assert set(live) <= {bid.decode() for bid in redis.smembers("tags:nightly")}
+    assert redis.scard("tags:nightly") < len(expired) + len(live)

@@ -31,6 +31,13 @@ if not redis.call("SET", KEYS[2], ARGV[2], "NX", "EX", tonumber(ARGV[3])) then
 end
 redis.call("HSET", KEYS[1], "death_at", ARGV[2])
 redis.call("ZADD", KEYS[3], ARGV[2], ARGV[1])
+-- Entries outlive their batches: each death drops the two oldest whose batch
+-- hash has expired, so the set stays near the number of live dead batches.
+for _, bid in ipairs(redis.call("ZRANGE", KEYS[3], 0, 1)) do
+  if bid ~= ARGV[1] and redis.call("EXISTS", "b-" .. bid) == 0 then
+    redis.call("ZREM", KEYS[3], bid)
+  end
+end
 for i = 7, #ARGV, 2 do
   redis.call("SADD", KEYS[4], ARGV[5])
   if ARGV[6] == "1" then

@@ -53,6 +53,28 @@ for i = 7, #KEYS do
   redis.call("EXPIRE", KEYS[i], ttl, "GT")
   redis.call("EXPIRE", KEYS[i], ttl, "NX")
 end
+-- The index and the tag sets outlive the batches they list (every new batch
+-- keeps them), so each new batch drops a few entries whose batch hash has
+-- expired: the index's two oldest and two picked by the new bid's bytes, two
+-- of each tag set at random. They stay near the number of live batches
+-- instead of growing with every batch ever made.
+local function drop_expired(key, bids, remove)
+  for _, bid in ipairs(bids) do
+    if bid ~= ARGV[3] and redis.call("EXISTS", "b-" .. bid) == 0 then
+      redis.call(remove, key, bid)
+    end
+  end
+end
+local size = redis.call("ZCARD", KEYS[3])
+local at = 0
+for i = 1, #ARGV[3] do
+  at = (at * 31 + string.byte(ARGV[3], i)) % size
+end
+drop_expired(KEYS[3], redis.call("ZRANGE", KEYS[3], 0, 1), "ZREM")
+drop_expired(KEYS[3], redis.call("ZRANGE", KEYS[3], at, at + 1), "ZREM")
+for i = 7, #KEYS do
+  drop_expired(KEYS[i], redis.call("SRANDMEMBER", KEYS[i], 2), "SREM")
+end
 if ARGV[6] ~= "" and redis.call("EXISTS", KEYS[4]) == 1 then
   local parent_ttl = redis.call("TTL", KEYS[4])
   if parent_ttl < 0 then
