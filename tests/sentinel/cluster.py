@@ -158,7 +158,7 @@ class LaggingLink:
                         return
                 due, data = held[0]
             if time.monotonic() < due:
-                time.sleep(min(due - time.monotonic(), 0.01))
+                time.sleep(max(0.0, min(due - time.monotonic(), 0.01)))
                 continue
             with ready:
                 held.popleft()

@@ -16,9 +16,13 @@ What must hold:
 * the pushing process follows the new primary: pushes are acknowledged again;
 * the dashboard's data API answers from the new primary;
 * lost jobs (acknowledged to the pushing process, never run): without durable
-  push, only jobs acknowledged inside the replication window just before the
-  kill (asserted: within :data:`WINDOW_BOUND` seconds of it; the count and the
-  window are printed); with durable push, none.
+  push, only the last ones acknowledged before the kill, which the replica
+  had not received yet. The replica holds a prefix of what the primary
+  wrote, so the lost pushes are a tail of the acknowledged ones: none is
+  followed by a push that survived (asserted), and the tail is short (within
+  :data:`WINDOW_BOUND` of the kill). How long it is, the replica's lag at the
+  kill, depends on the machine's load: the count and the window are printed.
+  With durable push, none is lost.
 
 The figures of each run are printed (``pytest -s``) and written to
 ``failover.json`` in the test's directory; docs/sentinel.md gives the
@@ -54,9 +58,10 @@ KILL_AFTER = 5_000
 RESUME_BOUND = 30.0
 #: How far behind the replica runs: a replica across a network, or a busy one.
 LAG = 0.2
-#: Without durable push, a lost job must have been acknowledged at most this
-#: long before the kill: the replication window (the replica's lag), with a margin.
-WINDOW_BOUND = LAG + 0.5
+#: Without durable push, a lost job was acknowledged at most this long before
+#: the kill: a sanity bound on the replication window, whose length is the
+#: replica's lag at the kill (LAG, plus what a busy machine adds to it).
+WINDOW_BOUND = 10.0
 DURABLE_TIMEOUT_MS = 500
 #: The worker's queues, in strict order: the job pushed after the failover
 #: first, then the backlog, then the pushing process's jobs. These wait
@@ -226,5 +231,8 @@ def test_workers_client_and_dashboard_follow_a_failover(tmp_path, durable):
         assert lost == {}, f"durable pushes acknowledged and lost: {sorted(lost)}"
     else:
         # Only what the primary acknowledged in its last moments, before it
-        # could replicate, may be gone: nothing older than the window.
+        # could replicate, may be gone: a tail of the acknowledged pushes.
+        before = sorted((at, jid) for jid, at in acked.items() if at < killed_at)
+        tail = [jid for _, jid in before[len(before) - len(lost) :]]
+        assert set(tail) == lost.keys(), f"a push survived after one that was lost: {figures}"
         assert all(killed_at - at < WINDOW_BOUND for at in lost.values()), figures
