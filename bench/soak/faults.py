@@ -19,28 +19,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import redis
+from chaos.faults import FaultEvent
 from chaos.procfs import Proc
 
 from wurk.redis.servers import ServerProcess
 
 ROTATION = ("sigkill-child", "client-kill", "sigterm-child", "redis-restart", "debug-sleep")
 STALL_S = 3
-
-
-@dataclass
-class FaultEvent:
-    kind: str
-    start: float
-    end: float
-    pids: list[int] = field(default_factory=list)
-    note: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Injector:
