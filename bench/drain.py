@@ -910,7 +910,10 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="wurk-drain-", dir=tmp_root) as tmp:
         workdir = Path(tmp)
         os.chmod(workdir, 0o777)
-        env = {**os.environ, **case.env, "REDIS_URL": url, "DRAIN_LIB": case.lib, "PYTHONPATH": str(HERE)}
+        # An outer PYTHONPATH stays behind the bench's own directory: pointing
+        # it at another checkout's packages measures that checkout.
+        path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, **case.env, "REDIS_URL": url, "DRAIN_LIB": case.lib, "PYTHONPATH": path}
         env.pop("PYTHONSTARTUP", None)
         fill_command = [sys.executable, str(Path(__file__).resolve()), "--fill", name, "--kind", kind]
         fill_command += ["--jobs", str(jobs), "--url", url]

@@ -142,7 +142,9 @@ def run_once(
         results.touch()
         results.chmod(0o666)
         marks = {"LATENCY_FILE": inside(results)}
-        env = {**os.environ, **case.env, "REDIS_URL": url, "DRAIN_LIB": case.lib, "PYTHONPATH": str(HERE), **marks}
+        # An outer PYTHONPATH stays behind the bench's own directory (another checkout's packages).
+        path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, **case.env, "REDIS_URL": url, "DRAIN_LIB": case.lib, "PYTHONPATH": path, **marks}
         env.pop("PYTHONSTARTUP", None)
         log_path = workdir / "worker.log"
         pusher = Pusher(engine, url)

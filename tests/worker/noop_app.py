@@ -8,6 +8,8 @@ worker's own cost and nothing else.
 
 from __future__ import annotations
 
+import time
+
 import wurk
 
 
@@ -19,3 +21,10 @@ class Noop(wurk.Job):
 class AsyncNoop(wurk.Job):
     async def perform(self, number: int) -> None:
         pass
+
+
+class Wait5(wurk.Job):
+    """Waits 5 ms, as a job waiting on a short query would."""
+
+    def perform(self, number: int) -> None:
+        time.sleep(0.005)

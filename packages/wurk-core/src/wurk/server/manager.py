@@ -20,8 +20,10 @@ from wurk.server.fetch.reliable import async_ahead
 from wurk.server.processor import Processor, ProcessStats
 from wurk.server.retry import JobRetry
 
-#: Jobs shorter than this on average are claimed ahead of the threads.
-FAST_JOB = 0.005
+#: Jobs shorter than this on average are claimed ahead of the threads: below
+#: it, the round trip of a claim per job (a few tenths of a millisecond) would
+#: cost the threads more than half a percent of their time.
+FAST_JOB = 0.05
 SLOW_JOB = 1.0
 #: A processor thread that died is replaced after 0.5 s, doubling with each
 #: death within the window, up to the cap.
@@ -94,13 +96,23 @@ class Manager:
         self._average += (seconds - self._average) * 0.05
 
     def prefetch(self) -> int:
-        """Claim a job per thread ahead while jobs are short, or while async
-        jobs run (each hands its thread back at once); none while threads'
-        jobs are long, so a slow job never holds back work another process
-        could run."""
+        """Claim ahead while jobs are short, or while async jobs run (each
+        hands its thread back at once); none while threads' jobs are long, so
+        a slow job never holds back work another process could run.
+
+        Short jobs: as many as there are threads, two fewer for every ten,
+        so that with many threads one claim does not reserve all the room
+        under the bound (twice the concurrency) and the threads that finish
+        while its reply is on the way claim for themselves rather than wait
+        for it. Measured with 5 ms jobs: 25 threads drained a third slower
+        with 25 ahead than with 20, 10 threads 5% slower with 10 than with
+        8, and 5 threads 10% slower with 4 than with 5."""
+        concurrency = self.capsule.concurrency
         if self.asyncs.active():
-            return self.capsule.concurrency + async_ahead(self.asyncs.limit)
-        return self.capsule.concurrency if self._average < FAST_JOB else 0
+            return concurrency + async_ahead(self.asyncs.limit)
+        if self._average < FAST_JOB:
+            return concurrency - 2 * (concurrency // 10)
+        return 0
 
     def start(self) -> None:
         for processor in self.processors:

@@ -178,7 +178,7 @@ class Waiters:
                 if self.blocked_ids.get(key) is None:
                     self.blocked_ids[key] = client.client_id()
                 if claiming:
-                    uow = self._claim_blocking(client, name, self.poll_interval)
+                    uow = self._claim_blocking(self.pools[key], name, self.poll_interval)
                     if uow is not None:
                         with ledger.lock:
                             ledger.adopted(uow)
@@ -226,12 +226,12 @@ class Waiters:
                 self.ledger.blocked_claim_came_back_empty()
             raise
         try:
-            return self._claim_blocking(client, name, timeout)
+            return self._claim_blocking(pool, name, timeout)
         except BaseException:
             self.blocked_ids[key] = None  # a new connection comes with a new id
             raise
 
-    def _claim_blocking(self, client: Any, name: str, timeout: float) -> UnitOfWork | None:
+    def _claim_blocking(self, pool: RedisPool, name: str, timeout: float) -> UnitOfWork | None:
         """``BLMOVE`` one job (a claim of one reserved by the caller), then
         check it against the suspect rules: the job to run, or ``None``.
 
@@ -241,14 +241,16 @@ class Waiters:
         enters the set in the same step that puts it back on its queue, so a
         job moved as a suspect always finds the set non-empty; an empty set
         is what ``core.adopt`` itself would have read first, and answered 0.
+
+        Both go through the pool's raw send path, without a pipeline object:
+        this is the path from a push to the start of its job on an idle
+        worker, and the object's bookkeeping cost about as much as the
+        rest of it.
         """
         ledger = self.ledger
         public, private = keys.queue(name), self.private[name]
         try:
-            pipe = client.pipeline(transaction=False)
-            pipe.blmove(public, private, timeout, "RIGHT", "LEFT")
-            pipe.scard(keys.SUSPECTS)
-            raw, suspects = pipe.execute()
+            raw, suspects = pool.send([("BLMOVE", public, private, "RIGHT", "LEFT", timeout), ("SCARD", keys.SUSPECTS)])
         except BaseException:
             with ledger.lock:
                 ledger.blocked_claim_lost()
@@ -258,6 +260,7 @@ class Waiters:
                 ledger.blocked_claim_came_back_empty()
             return None
         job = text(raw)
+        client = pool.client
         if ledger.stopping.is_set():  # quieted while blocked: straight back to the queue's tail
             self.scripts.call("core.requeue", client, [private, public], [job])
             with ledger.lock:
