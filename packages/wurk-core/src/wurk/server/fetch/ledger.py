@@ -79,6 +79,8 @@ class ClaimLedger:
         self.held = 0
         #: Processor threads waiting for a job.
         self.idle = 0
+        #: Idle threads woken for a job that have not yet taken the lock (see :meth:`wake_one`).
+        self.waking = 0
         #: Processor threads blocked in a claim of their own (one queue only).
         self.blocking = 0
         #: Claims whose call is under way; a reconcile waits for none.
@@ -94,6 +96,8 @@ class ClaimLedger:
         self.alone: UnitOfWork | None = None
         #: A claim allowed to bring a lone suspect is in flight.
         self.solo = False
+        #: A claim was turned away while ``solo``: its end wakes the idle threads.
+        self.solo_refused = False
         #: Suspect ids of abandoned jobs, to clear from the running set.
         self.unmark: list[str] = []
         self.local: collections.deque[UnitOfWork] = collections.deque()
@@ -125,7 +129,23 @@ class ClaimLedger:
             uow = None
         if uow is not None:
             self.running.add(uow)
+            if self.local:
+                self.wake_one()
         return uow
+
+    def wake_one(self) -> None:
+        """Wake an idle thread for the jobs in the local buffer, unless one
+        is waking already: the thread that takes a job wakes the next, so
+        idle threads join one at a time, and only while jobs are left.
+
+        Waking them all for a claim's jobs cost every one of them two
+        context switches a claim on a drain of short jobs: the thread that
+        made the claim holds the GIL and runs the jobs itself before the
+        others get to them. Jobs that wait on I/O hand the GIL over at
+        once, and the threads join as fast as jobs are taken."""
+        if self.idle > self.waking and not self.waking:
+            self.waking += 1
+            self.work.notify()
 
     def thread_idles(self) -> None:
         """A processor thread found no job and waits on ``work``."""
@@ -134,6 +154,8 @@ class ClaimLedger:
     def thread_wakes(self) -> None:
         """A thread that waited on ``work`` stopped waiting."""
         self.idle -= 1
+        if self.waking:
+            self.waking -= 1
 
     def bound(self, lent: int) -> int:
         """How many jobs may be held with ``lent`` of them on the event loop:
@@ -171,7 +193,10 @@ class ClaimLedger:
         """Reserve room for a claim under the bound: how many jobs (one for
         the calling thread, one per idle thread, and the prefetch), whether
         one may run alone, and the acknowledgements that go with it."""
-        if self.alone is not None or self.solo or self.reconciling or self.stopping.is_set():
+        if self.solo:
+            self.solo_refused = True
+            return None
+        if self.alone is not None or self.reconciling or self.stopping.is_set():
             return None
         with self.gate.lock:
             if self.gate.blocks(self):
@@ -220,7 +245,12 @@ class ClaimLedger:
         if units and units[0].alone:
             self.alone = units[0]
         self.local.extend(units[1:])
-        self.work.notify(len(units) - 1)
+        if len(units) < wanted:
+            # The queues ran short: every idle thread looks again (for a
+            # blocking claim of its own, or to let the waiters block).
+            self.work.notify_all()
+        else:
+            self.wake_one()
         self.end_claim(solo)
         if not units:
             return None
@@ -254,7 +284,10 @@ class ClaimLedger:
 
     def reserve_one(self, spare: int) -> bool:
         """Room for a waiter's claim of one job, keeping ``spare`` slots free."""
-        if self.held + 1 + spare > self.bound(len(self.lent)) or self.reconciling or self.solo:
+        if self.solo:
+            self.solo_refused = True
+            return False
+        if self.held + 1 + spare > self.bound(len(self.lent)) or self.reconciling:
             return False
         with self.gate.lock:
             if self.gate.blocks(self):
@@ -325,7 +358,16 @@ class ClaimLedger:
         self.solo = False
         if self.alone is None:
             self.gate.give_up(self)
-        self.work.notify_all()
+        # Only the threads it turned away look again: a solo claim is every
+        # claim made with nothing held, one per batch of a drain, and waking
+        # every idle thread for each cost each of them two context switches
+        # for nothing (a claim's own jobs wake the threads they are for).
+        if self.solo_refused:
+            self.solo_refused = False
+            if self.local:
+                self.wake_one()
+            else:
+                self.work.notify_all()
         self.wake.notify_all()
 
     # -- giving back ------------------------------------------------------------
