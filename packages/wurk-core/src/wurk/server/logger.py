@@ -53,7 +53,9 @@ class LogContext:
         self._token: Token[Mapping[str, Any]] | None = None
 
     def __enter__(self) -> None:
-        merged = {**_context.get(), **{key: value for key, value in self.values.items() if value is not None}}
+        values = {key: value for key, value in self.values.items() if value is not None}
+        outer = _context.get()
+        merged = {**outer, **values} if outer else values
         # Read-only, so that code holding current_context() cannot change the
         # context of the block it came from (or of the tasks that inherited it).
         self._token = _context.set(MappingProxyType(merged))

@@ -39,7 +39,7 @@ from wurk.current import current_job, current_jobstr, current_private, current_s
 from wurk.errors import Interrupted, RedisConnectionError, Shutdown
 from wurk.plugins import outcomes
 from wurk.server.interrupts import Shield, current_shield
-from wurk.server.logger import fast_info, tid, with_context
+from wurk.server.logger import LogContext, fast_info, tid
 from wurk.server.profiler import profile_job
 from wurk.server.retry import Handled, Skip
 
@@ -223,7 +223,7 @@ class Processor:
             return
         context = self._begin(uow, job, jobstr)
         ack = False
-        with with_context(**context):
+        with LogContext(context):
             started = time.monotonic()
             if not self._skip_logging:
                 self._log("start")
@@ -247,7 +247,7 @@ class Processor:
         context = self._begin(uow, job, jobstr)
         current_shield.set(None)
         ack = False
-        with with_context(**context):
+        with LogContext(context):
             started = time.monotonic()
             if not self._skip_logging:
                 self._log("start")
@@ -271,7 +271,8 @@ class Processor:
         current_private.set(uow.private)
         current_job.set(job)
         context = {"jid": job.get("jid"), "class": job.get("class")}
-        context.update({key: job.get(key) for key in self._logged})
+        if self._logged:
+            context.update({key: job.get(key) for key in self._logged})
         if self._listening:
             outcomes.begin(job.get("jid"))
         return context

@@ -42,7 +42,11 @@ class SoloGate:
     def take(self, ledger: ClaimLedger) -> bool:
         """``ledger`` holds nothing but the claim it is making: it may bring a
         lone suspect if no other ledger holds anything either."""
-        if self.owner is not None or any(other.held for other in self.ledgers if other is not ledger):
+        if self.owner is not None:
+            return False
+        # Most processes have one fetcher: no need to walk the weak set then
+        # (every claim made with nothing held comes here, one per batch).
+        if len(self.ledgers) > 1 and any(other.held for other in self.ledgers if other is not ledger):
             return False
         self.owner = ledger
         return True
