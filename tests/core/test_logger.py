@@ -342,3 +342,58 @@ threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
         expected = [f"thread {n} line {i}" for i in range(500)]
         expected.insert(250, f"printed by thread {n}")
         assert [line.rsplit(": ", 1)[-1] if "line" in line else line for line in mine] == expected
+
+
+def _fast_lines(logger, stream, count=200, threads=4):
+    """``count`` job lines from each of ``threads`` threads through :func:`fast_info`."""
+
+    def write(number):
+        with wlog.with_context(jid=f"{number:024x}"):
+            for index in range(count):
+                assert wlog.fast_info(logger, f"line {number}-{index}")
+
+    workers = [threading.Thread(target=write, args=(number,)) for number in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def test_job_lines_to_a_regular_file_are_whole_and_in_order(wurk_logger, tmp_path):
+    """Job lines to a regular file are written while the GIL is held (see
+    ``fast_info``): each comes out whole, once, in each thread's order."""
+    path = tmp_path / "jobs.log"
+    logger = wlog.build_logger(str(path))
+    (handler,) = ours(logger)
+    assert wlog._regular_file(handler.stream, handler.stream.fileno())
+    print("a print first", file=handler.stream)  # buffered in the stream: goes out before the lines
+    _fast_lines(logger, handler.stream)
+    lines = path.read_text().splitlines()
+    assert lines[0] == "a print first"
+    assert len(lines) == 1 + 4 * 200
+    for number in range(4):
+        mine = [line for line in lines[1:] if f"jid={number:024x}:" in line]
+        assert [line.rsplit(": ", 1)[1] for line in mine] == [f"line {number}-{index}" for index in range(200)]
+
+
+def test_job_lines_to_a_pipe_are_written_the_usual_way(wurk_logger):
+    """A pipe's reader may be slow: its lines go through ``os.write``, which
+    lets the other threads run meanwhile; they come out the same."""
+    read_end, write_end = os.pipe()
+    stream = os.fdopen(write_end, "w", encoding="utf-8")
+    logger = wlog.build_logger()
+    (handler,) = ours(logger)
+    handler.setStream(stream)
+    chunks = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: os.read(read_end, 65536), b"")))
+    reader.start()
+    try:
+        assert not wlog._regular_file(stream, write_end)
+        _fast_lines(logger, stream, count=500)  # more than a pipe's buffer holds: the reader must keep up
+    finally:
+        stream.close()
+        reader.join(10)
+        os.close(read_end)
+    lines = b"".join(chunks).decode().splitlines()
+    assert len(lines) == 4 * 500
+    assert all(re.search(r"jid=[0-9a-f]{24}: line \d-\d+$", line) for line in lines)

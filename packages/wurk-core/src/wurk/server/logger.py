@@ -297,13 +297,58 @@ def fast_info(logger: logging.Logger, message: str) -> bool:
     # stream still buffers (a print from a job) goes out first.
     stream.flush()
     data = line.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict")
+    # To a regular file, the line is written without letting go of the GIL:
+    # such a write lands in the page cache at once, and each of a job's two
+    # lines letting go of the GIL made the other threads interleave with this
+    # one, take the jobs it had claimed, and claim in smaller batches; a
+    # no-op job cost about a fifth more worker CPU that way. To a pipe, a
+    # terminal or a socket, whose reader may be slow, the usual way.
+    if _regular_file(stream, fd):
+        written = _write_holding_gil(fd, data, len(data))
+        if written == len(data):
+            return True
+        data = data[max(written, 0) :]  # short or failed (EINTR...): the rest the usual way
     while data:
         data = data[os.write(fd, data) :]
     return True
 
 
+def _load_write() -> Any:
+    """C's ``write`` through ctypes' ``PyDLL``, which keeps the GIL (``None``
+    where it cannot be loaded: every line then goes the usual way)."""
+    try:
+        import ctypes
+
+        write = ctypes.PyDLL(None).write
+        write.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+        write.restype = ctypes.c_ssize_t
+        return write
+    except Exception:
+        return None
+
+
+_write_holding_gil = _load_write()
+_regular: dict[tuple[int, int], bool] = {}
+
+
+def _regular_file(stream: Any, fd: int) -> bool:
+    """Whether ``fd`` (``stream``'s) is a regular file, looked up once."""
+    key = (id(stream), fd)
+    found = _regular.get(key)
+    if found is None:
+        import stat
+
+        try:
+            found = _write_holding_gil is not None and stat.S_ISREG(os.fstat(fd).st_mode)
+        except OSError:
+            found = False
+        _regular[key] = found
+    return found
+
+
 def reopen(logger: logging.Logger) -> None:
     """Reopen every file handler of ``logger`` (``SIGUSR2``)."""
+    _regular.clear()
     for handler in logger.handlers:
         if isinstance(handler, ReopenableStreamHandler):
             handler.reopen()
