@@ -11,7 +11,7 @@ first one (median and min–max)::
 
 Each round fills ``queue:default`` with ``--jobs`` Sidekiq-format payloads
 (the same bytes for every install), starts one worker (``-c 5``, job logging
-off) pinned to core 0 with the server on core 1, and reads the worker's CPU
+off, or on with ``--logging``, to a file) pinned to core 0 with the server on core 1, and reads the worker's CPU
 time (user + system) from the moment the queue first shrinks until it is
 empty: boot and shutdown are outside the window. Nothing here asserts.
 """
@@ -66,13 +66,15 @@ def fill(conn: redis.Redis, jobs: int) -> None:
         pipe.execute()
 
 
-def one_round(python: str, url: str, jobs: int, work: Path) -> float:
+def one_round(python: str, url: str, jobs: int, work: Path, logging: bool = False) -> float:
     """Worker CPU microseconds per job for one drain by ``python``'s Wurk."""
     conn = redis.Redis.from_url(url)
     conn.flushdb()
     fill(conn, jobs)
     env = {**os.environ, "REDIS_URL": url}
-    command = [python, "-m", "wurk.cli", "-r", "noop_jobs.py", "-q", "default", "-c", "5", "-C", "nolog.yml"]
+    command = [python, "-m", "wurk.cli", "-r", "noop_jobs.py", "-q", "default", "-c", "5"]
+    if not logging:
+        command += ["-C", "nolog.yml"]
     with open(work / "worker.log", "wb") as log:
         worker = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -102,6 +104,9 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=30_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--logging", action="store_true", help="the default job logging on (two lines a job, to the worker's log file)"
+    )
     options = parser.parse_args()
     if len(options.python) < 2:
         parser.error("give --python at least twice: the figures are ratios between installs")
@@ -114,13 +119,14 @@ def main() -> None:
         results: dict[str, list[float]] = {python: [] for python in options.python}
         for number in range(options.rounds):
             for python in options.python:
-                figure = one_round(python, server.url, options.jobs, work)
+                figure = one_round(python, server.url, options.jobs, work, options.logging)
                 results[python].append(figure)
                 print(f"round {number + 1}: {python}: {figure:.1f} us/job", file=sys.stderr)
     finally:
         server.stop()
     first = options.python[0]
-    print(f"worker CPU per no-op job, {options.jobs} jobs, {options.rounds} rounds, -c 5, job logging off")
+    logged = "job logging on" if options.logging else "job logging off"
+    print(f"worker CPU per no-op job, {options.jobs} jobs, {options.rounds} rounds, -c 5, {logged}")
     for python, figures in results.items():
         ratios = [mine / base for mine, base in zip(figures, results[first], strict=True)]
         print(
