@@ -300,7 +300,7 @@ def fast_info(logger: logging.Logger, message: str) -> bool:
     # To a regular file, the line is written without letting go of the GIL:
     # such a write lands in the page cache at once, and each of a job's two
     # lines letting go of the GIL made the other threads interleave with this
-    # one, take the jobs it had claimed, and claim in smaller batches; a
+    # one, take the jobs it had claimed, and claim fewer jobs at a time; a
     # no-op job cost about a fifth more worker CPU that way. To a pipe, a
     # terminal or a socket, whose reader may be slow, the usual way.
     if _regular_file(stream, fd):
