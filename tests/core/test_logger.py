@@ -344,7 +344,6 @@ threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
         assert [line.rsplit(": ", 1)[-1] if "line" in line else line for line in mine] == expected
 
 
-
 def _private_logger(name, handler):
     """A logger of its own whose one handler is ``handler``, at INFO and not
     propagating, as :func:`fast_info` wants it (the ``wurk`` logger may carry
