@@ -21,6 +21,7 @@ import pytest
 import wurk
 from tests.helpers import WorkerPool, at_rest, claimed_jobs, wait_for
 from tests.limiter.limited_app import HOLD, SEAT_LEASE, SEATS, Seated
+from wurk.client.payload import new_jid
 
 #: How late a waiter may get a reclaimed slot after its lease ended: it polls
 #: every 50 ms, on a loaded machine.
@@ -36,10 +37,13 @@ def workers(config, redis_url, tmp_path) -> Iterator[WorkerPool]:
     pool.stop_all()
 
 
-def push(queue: str) -> str:
-    jid = wurk.Client(wurk.default_config()).push({"class": Seated, "args": [], "queue": queue})
-    assert jid is not None
-    return jid
+def push(queue: str, jid: str | None = None) -> str:
+    item: dict[str, Any] = {"class": Seated, "args": [], "queue": queue}
+    if jid is not None:
+        item["jid"] = jid
+    pushed = wurk.Client(wurk.default_config()).push(item)
+    assert pushed is not None
+    return pushed
 
 
 def seats(redis) -> list[list[Any]]:
@@ -64,8 +68,11 @@ def test_a_killed_holders_slot_is_taken_again_when_its_lease_ends_and_its_job_ru
     first = workers.start("-c", "1", "-q", "held")
     other = workers.start("-c", "1", "-q", "waiting")
     wait_for(lambda: redis.scard("processes") == 2, timeout=30)
-    holder = push("held")
+    # Held before it is pushed: a worker is already waiting on its queue, and
+    # a job that started before its jid was in the set would leave at once.
+    holder = new_jid()
     redis.sadd(HOLD, holder)
+    assert push("held", holder) == holder
     admitted = wait_for(lambda: seen(redis, "in", holder), timeout=30)
     [(_token, expiry)] = redis.zrange("lmtr-cs:seat", 0, -1, withscores=True)
     assert expiry == pytest.approx(admitted + SEAT_LEASE, abs=0.001)
