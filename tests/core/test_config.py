@@ -792,7 +792,7 @@ def test_redis_assignment_resets_the_pools(config, redis_url):
 def test_pool_sizes_and_names(config):
     assert (config.redis_pool.name, config.redis_pool.size) == ("default-main", 10)
     fetch = config.default_capsule.fetch_redis_pool
-    assert (fetch.name, fetch.size) == ("default-fetch", 5)
+    assert (fetch.name, fetch.size) == ("default-fetch", 6)  # a connection per thread, one for the claims
     web = wurk_web.redis_pool(config)  # wurk-web's own pool, one of the shared ones
     assert (web.name, web.size) == ("web", 5)
     assert web.connection_pool.timeout == 1.0
@@ -800,15 +800,15 @@ def test_pool_sizes_and_names(config):
     config.concurrency = 20
     config.reset_redis_pools()
     assert config.redis_pool.size == 25
-    assert config.default_capsule.fetch_redis_pool.size == 20
+    assert config.default_capsule.fetch_redis_pool.size == 21
 
     config.redis = {"size": 15}
     assert config.redis_pool.size == 15  # pins the main pool only
-    assert config.default_capsule.fetch_redis_pool.size == 20
+    assert config.default_capsule.fetch_redis_pool.size == 21
 
     capsule = config.capsule("critical", concurrency=2)
     assert (capsule.redis_pool.name, capsule.redis_pool.size) == ("critical-main", 15)
-    assert (capsule.fetch_redis_pool.name, capsule.fetch_redis_pool.size) == ("critical-fetch", 2)
+    assert (capsule.fetch_redis_pool.name, capsule.fetch_redis_pool.size) == ("critical-fetch", 3)
 
 
 def test_web_pool_size(config):

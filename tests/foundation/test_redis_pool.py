@@ -114,11 +114,11 @@ def test_sizes_follow_the_guides(config):
     config.concurrency = 12
     config.reset_redis_pools()
     assert config.redis_pool.size == 17
-    assert config.default_capsule.fetch_redis_pool.size == 12
+    assert config.default_capsule.fetch_redis_pool.size == 13  # a connection per thread, one for the claims
     assert wurk_web.redis_pool(config).size == 5
     config.redis = {"size": 4}
     assert config.redis_pool.size == 4
-    assert config.default_capsule.fetch_redis_pool.size == 12
+    assert config.default_capsule.fetch_redis_pool.size == 13
 
 
 def test_username_and_password_reach_an_acl_protected_server(redis, redis_url):
@@ -220,3 +220,54 @@ def test_a_connection_error_in_one_thread_leaves_the_others_connections_alone(co
     waiter.join(5)
     assert "error" not in got
     assert got["reply"] == (b"queue:shared", b"job")
+
+
+def client_ids(redis, name):
+    """The ids of the server's clients named ``name``."""
+    return sorted(client["id"] for client in redis.client_list() if client.get("name") == name)
+
+
+def test_a_kept_connection_serves_call_after_call_and_is_dropped_after_an_error(redis_url, redis):
+    """The claims' kept connection: one connection for every call, taken
+    from the pool once; a call that fails (the server closed it) drops it,
+    and the next call takes another and works; released, it is the pool's
+    again."""
+    pool = RedisPool({"url": redis_url, "client_name": "kept"}, size=2, name="kept")
+    kept = pool.kept()
+    assert kept.send([("SET", "k", 1), ("INCR", "k")]) == [b"OK", 2]
+    first = client_ids(redis, "kept")
+    assert len(first) == 1
+    for _ in range(20):
+        kept.send([("INCR", "k")])
+    assert client_ids(redis, "kept") == first, "no new connection while it is kept"
+    redis.client_kill_filter(_id=first[0])
+    with pytest.raises(redis_py.ConnectionError):
+        kept.send([("INCR", "k")])
+    assert kept.send([("GET", "k")]) == [b"22"]
+    second = client_ids(redis, "kept")
+    assert len(second) == 1 and second != first
+    # The kept connection counts against the pool's size: one is left to others.
+    assert pool.client.incr("k") == 23
+    kept.release()
+    held = [pool.connection_pool.get_connection() for _ in range(2)]  # both are the pool's again
+    for connection in held:
+        pool.connection_pool.release(connection)
+
+
+def test_a_kept_connection_in_use_sends_through_the_pool(redis_url, redis):
+    """A second thread that finds the kept connection busy (a call under
+    way) does not wait for it: its call goes through the pool."""
+    import threading
+
+    pool = RedisPool({"url": redis_url, "client_name": "busy"}, size=3, name="busy")
+    kept = pool.kept()
+    kept.send([("PING",)])
+    blocked = threading.Thread(target=kept.send, args=([("BLPOP", "never", 2)],))
+    blocked.start()
+    wait_for(lambda: any(c.get("cmd") == "blpop" for c in redis.client_list() if c.get("name") == "busy"))
+    started = time.monotonic()
+    assert kept.send([("PING",)]) == [b"PONG"]
+    assert time.monotonic() - started < 1, "the call waited for the busy kept connection"
+    assert len(client_ids(redis, "busy")) == 2
+    blocked.join(5)
+    kept.release()

@@ -521,3 +521,69 @@ def test_a_threads_own_claim_of_a_suspect_marks_it_running(fetcher_for, redis):
     uow.acknowledge()
     books(fetcher)
     assert redis.smembers(running) == set()
+
+
+def one_at_a_time(redis, keys, wanted, acks):
+    """What ``core.fetch`` does, replayed a command a job on other keys: an
+    ``LREM`` per acknowledgement, then an ``LMOVE`` per job claimed from the
+    first queue that is not paused, and so on while jobs are wanted. No
+    suspect is involved, so no job is marked."""
+    paused = {member.decode() for member in redis.smembers(keys[0])}
+    for pair, job, _suspect in acks:
+        redis.lrem(keys[pair * 2 + 2], 1, job)
+    claimed = []
+    for pair in range(1, (len(keys) - 3) // 2 + 1):
+        public, private = keys[pair * 2 + 1], keys[pair * 2 + 2]
+        if public.removeprefix("mirror:").removeprefix("queue:") in paused:
+            continue
+        while len(claimed) < wanted * 3:
+            job = redis.lmove(public, private, "RIGHT", "LEFT")
+            if job is None:
+                break
+            claimed += [pair, job, 0]
+    return claimed
+
+
+def test_the_claim_script_leaves_what_one_command_a_job_would(config, redis):
+    """The claim takes a batch in three commands and an acknowledged batch
+    leaves in one: the lists and the reply are, case after case, what an
+    ``LMOVE`` a job claimed and an ``LREM`` a job acknowledged leave, with
+    duplicate payloads, stale acknowledgements, a paused queue, queues that
+    run short and acknowledgements of a whole private list or part of one."""
+    import random
+
+    rng = random.Random(25)
+    payloads = [json.dumps({"jid": f"j{i}", "class": "X", "args": [i % 3]}) for i in range(8)]
+    conn = config.redis_pool.client
+    for case in range(300):
+        redis.flushdb()
+        names = ["a", "b"]
+        if rng.random() < 0.3:
+            redis.sadd("paused", rng.choice(names))
+        real, mirror = ["paused", "super_fetch:suspects", "running"], ["paused", "super_fetch:suspects", "running"]
+        for name in names:
+            public = [rng.choice(payloads) for _ in range(rng.randrange(0, 9))]
+            private = [rng.choice(payloads) for _ in range(rng.choice([0, 1, 2, 5, 8]))]
+            for prefix, keys in (("queue:", real), ("mirror:queue:", mirror)):
+                keys += [f"{prefix}{name}", f"{prefix}{name}|host|1|nonce|0"]
+                if public:
+                    redis.rpush(keys[-2], *public)
+                if private:
+                    redis.rpush(keys[-1], *private)
+        acks = []
+        pair = rng.choice([1, 2])
+        held = [job.decode() for job in redis.lrange(real[pair * 2 + 2], 0, -1)]
+        if held and rng.random() < 0.5:
+            acks = [(pair, job, "") for job in rng.sample(held, len(held))]  # the whole list
+        else:
+            acks = [(rng.choice([1, 2]), rng.choice(payloads), "") for _ in range(rng.randrange(0, 6))]
+        wanted = rng.randrange(0, 13)
+        args = [wanted, "0", 60, len(acks)] + [field for ack in acks for field in ack]
+        reply = config.scripts.call("core.fetch", conn, real, args)
+        expected = one_at_a_time(redis, mirror, wanted, acks)
+        assert [item.decode() if isinstance(item, bytes) else item for item in reply] == [
+            item.decode() if isinstance(item, bytes) else item for item in expected
+        ], f"case {case}: the reply"
+        for mine, theirs in zip(real[3:], mirror[3:], strict=True):
+            assert redis.lrange(mine, 0, -1) == redis.lrange(theirs, 0, -1), f"case {case}: {mine}"
+            assert redis.exists(mine) == redis.exists(theirs), f"case {case}: {mine}"

@@ -142,15 +142,20 @@ def drain_commands(
 
 
 #: Redis commands per no-op job, all of them and the ones of the hot path,
-#: commands a Lua script runs included. Measured 2.34-2.54 in all, under
-#: ``-n 2`` on a loaded two-core machine: about one ``LMOVE`` a job claimed
-#: (1.00-1.05; a waiter's ``BLMOVE`` claims a few), one ``LREM`` a job acknowledged
-#: (1.00), and one ``core.fetch`` call (``EVALSHA``, with its ``SCARD`` and
-#: ``SISMEMBER``) every six to nine jobs (0.11-0.17 a job); the rest (a new
-#: connection, a waiter's ``BLMOVE``, a heartbeat) is under 0.02. One more
-#: command a job passes the total's ceiling, and its own if it is one of these.
-COMMANDS_PER_JOB = 2.9
-HOT_COMMANDS_PER_JOB = {"evalsha": 0.3, "lmove": 1.15, "lrem": 1.01}
+#: commands a Lua script runs included. Measured 1.14 in all, under ``-n 2``:
+#: one ``core.fetch`` call (``EVALSHA``) every six to nine jobs (0.11-0.17 a
+#: job) with the eight or so commands it runs, whatever the jobs in it: an
+#: ``LRANGE``, ``LTRIM`` and ``LPUSH`` claim the batch, an ``LLEN``, ``LRANGE``
+#: and ``DEL`` acknowledge the previous one, a ``SCARD`` and a ``SISMEMBER`` look
+#: for suspects and a pause. A few acknowledgements go one ``LREM`` each (a
+#: claim that came while jobs of the last batch still ran), a waiter's
+#: ``BLMOVE`` claims a job now and then; the rest (a new connection, a
+#: heartbeat) is under 0.02. Before the batch moves in three commands and
+#: leaves in one, the figure was 2.34-2.54, an ``LMOVE`` and an ``LREM`` a job.
+#: One more command a job passes the total's ceiling, and its own if it is
+#: one of these.
+COMMANDS_PER_JOB = 2.0
+HOT_COMMANDS_PER_JOB = {"evalsha": 0.3, "lmove": 0.2, "lrem": 0.5}
 
 
 def test_redis_commands_per_noop_job(noop_workers, redis, tmp_path):
@@ -172,7 +177,8 @@ def test_redis_commands_per_noop_job(noop_workers, redis, tmp_path):
         "this is a regression on the worker's hot path; if one was, raise the ceiling in this file and in "
         "docs/performance.md, saying why."
     )
-    assert calls["lrem"] >= JOBS, advice  # every job acknowledged within the window
+    # Every job was acknowledged within the window: the drain waits for the
+    # queue to be empty and the private list gone.
     for name, ceiling in HOT_COMMANDS_PER_JOB.items():
         assert per_job.get(name, 0) <= ceiling, f"{name} passes its ceiling {ceiling}. {advice}"
     assert total <= COMMANDS_PER_JOB, f"the total passes its ceiling {COMMANDS_PER_JOB}. {advice}"
@@ -192,7 +198,6 @@ def test_jobs_of_a_few_milliseconds_are_claimed_ahead(noop_workers, redis, tmp_p
     between its jobs (5 ms I/O jobs drained about 10% slower that way)."""
     calls = drain_commands(noop_workers, redis, tmp_path, payloads(SHORT_JOB_JOBS, f"{APP}.Wait5"))
     per_job = calls["evalsha"] / SHORT_JOB_JOBS
-    assert calls["lrem"] >= SHORT_JOB_JOBS
     assert per_job <= EVALSHA_PER_SHORT_JOB, (
         f"{per_job:.3f} core.fetch calls per 5 ms job, over the ceiling {EVALSHA_PER_SHORT_JOB}: "
         "such jobs are no longer claimed ahead of the threads"

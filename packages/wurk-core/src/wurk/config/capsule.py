@@ -192,14 +192,15 @@ class Capsule:
 
     @property
     def fetch_redis_pool(self) -> RedisPool:
-        """The fetch-only pool: one connection per processor thread. Its read
-        timeout is a second wider than the ``BLMOVE`` block, so a fetch that
-        legitimately waits on an empty queue never trips it."""
+        """The fetch-only pool: one connection per processor thread, and one
+        the claims keep (:class:`~wurk.redis.connection.KeptConnection`). Its
+        read timeout is a second wider than the ``BLMOVE`` block, so a fetch
+        that legitimately waits on an empty queue never trips it."""
         from wurk.redis.connection import DEFAULT_READ_TIMEOUT
 
         block = float(self.config.option("fetch_poll_interval", 2))
         read_timeout = max(float(self.config.redis.get("read_timeout") or DEFAULT_READ_TIMEOUT), block + 1)
-        return self._pool("fetch", self.concurrency, read_timeout=read_timeout)
+        return self._pool("fetch", self.concurrency + 1, read_timeout=read_timeout)
 
     def _pool(self, role: str, size: int, **overrides: Any) -> RedisPool:
         with self._lock:

@@ -38,7 +38,7 @@ from redis.exceptions import NoScriptError
 from wurk.errors import ScriptError
 
 if TYPE_CHECKING:
-    from wurk.redis.connection import RedisPool
+    from wurk.redis.connection import KeptConnection, RedisPool
 
 _KEYS_LINE = re.compile(r"^--\s*KEYS\[(\d+)(\.\.(\d+|n))?\]")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
@@ -166,14 +166,23 @@ class ScriptRegistry:
         script.check_keys(keys)
         return self._reloading(script, client, lambda: client.evalsha(script.sha, len(keys), *keys, *args))
 
-    def send(self, name: str, pool: RedisPool, keys: Sequence[str] = (), args: Sequence[Arg] = ()) -> Any:
-        """:meth:`call` on a pool's raw send path (:meth:`RedisPool.send`): no
-        client object in between, for a call on the hot path. Nothing is
-        retried but ``NOSCRIPT``: the caller decides what a lost reply means."""
+    def send(
+        self,
+        name: str,
+        pool: RedisPool,
+        keys: Sequence[str] = (),
+        args: Sequence[Arg] = (),
+        via: KeptConnection | None = None,
+    ) -> Any:
+        """:meth:`call` on a pool's raw send path (:meth:`RedisPool.send`, or
+        ``via`` a connection kept from it): no client object in between, for
+        a call on the hot path. Nothing is retried but ``NOSCRIPT``: the
+        caller decides what a lost reply means."""
         script = self[name]
         script.check_keys(keys)
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        return self._reloading(script, pool.client, lambda: pool.send([command])[0])
+        send = pool.send if via is None else via.send
+        return self._reloading(script, pool.client, lambda: send([command])[0])
 
     def _reloading(self, script: Script, client: Any, run: Callable[[], Any]) -> Any:
         """``run()`` with the script loaded into ``client``'s pool; a server that

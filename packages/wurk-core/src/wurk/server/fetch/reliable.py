@@ -65,6 +65,12 @@ class ReliableFetcher:
         #: hand-off between threads, stands between a job's push and its start.
         #: With several, the waiters block for the idle threads, in ranks.
         self._own_claims = len(self._names) == 1
+        #: The claims' own connection: kept from one claim to the next (the
+        #: fetch pool has one for it beside the threads' own).
+        self.claims = self.pool.kept()
+        #: With the queues always tried in one order, a claim's keys and each
+        #: queue's place among them are the same every time.
+        self._fixed = self._keys_for(self._names) if self._mode == "strict" or len(self._names) == 1 else None
         self.reconciler = Reconciler(self.ledger, self.pool, self.scripts, self._private, self._running_key)
         self.clock = SuspectClock(self.config, self.ledger, self.pool, self._running_key)
         #: How many jobs to claim beyond the threads waiting right now; the
@@ -148,24 +154,29 @@ class ReliableFetcher:
         finally:
             ledger.thread_wakes()
 
-    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
-        """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
-        the first is the caller's, the others wait in the local buffer."""
-        order = self.queue_order()
-        position = {name: index for index, name in enumerate(order, start=1)}
+    def _keys_for(self, order: list[str]) -> tuple[list[str], list[str], dict[str, int]]:
+        """A claim's keys for queues tried in ``order``, the order, and each
+        queue's place in it (as the script numbers them, from 1)."""
         script_keys = [keys.PAUSED, keys.SUSPECTS, self._running_key]
         for name in order:
             script_keys += [keys.queue(name), self._private[name]]
+        return script_keys, order, {name: index for index, name in enumerate(order, start=1)}
+
+    def _claim(self, wanted: int, alone_ok: bool, acks: list[UnitOfWork]) -> UnitOfWork | None:
+        """One ``core.fetch`` call: send ``acks``, claim up to ``wanted`` jobs;
+        the first is the caller's, the others wait in the local buffer."""
+        script_keys, order, position = self._fixed or self._keys_for(self.queue_order())
         args: list[Any] = [wanted, "1" if alone_ok else "0", RECOVERY_TTL, len(acks)]
         for uow in acks:
-            args += [position[uow.queue], uow.job, uow.suspect]
+            args += (position[uow.queue], uow.job, uow.suspect)
         try:
-            reply = self.scripts.send("core.fetch", self.pool, script_keys, args)
+            reply = self.scripts.send("core.fetch", self.pool, script_keys, args, via=self.claims)
         except BaseException:
             with self.ledger.lock:
                 self.ledger.claim_failed(wanted, acks, alone_ok)
             raise
-        units = [self._unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
+        unit = self._unit
+        units = [unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
         with self.ledger.lock:
             return self.ledger.claimed(wanted, acks, units, alone_ok)
 
@@ -254,5 +265,6 @@ class ReliableFetcher:
             # live): this fetcher holds nothing from now on.
             with self.ledger.lock:
                 self.ledger.close()
+            self.claims.release()
         self.waiters.disconnect()
         return moved

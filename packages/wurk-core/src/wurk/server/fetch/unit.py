@@ -16,7 +16,7 @@ from typing import Protocol
 __all__ = ["Fetcher", "UnitOfWork"]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class UnitOfWork:
     """One fetched job: its queue name, its exact JSON, and where it is parked."""
 
