@@ -245,7 +245,8 @@ def test_a_kept_connection_serves_call_after_call_and_is_dropped_after_an_error(
         kept.send([("INCR", "k")])
     assert kept.send([("GET", "k")]) == [b"22"]
     second = client_ids(redis, "kept")
-    assert len(second) == 1 and second != first
+    assert len(second) == 1
+    assert second != first
     # The kept connection counts against the pool's size: one is left to others.
     assert pool.client.incr("k") == 23
     kept.release()

@@ -3,7 +3,8 @@
 Every fetch *moves* a job from the tail of its public queue onto this
 process's private list for that queue (``queue:<q>|<host>|<pid>|<nonce>|0``),
 atomically, and the job leaves the private list only when it is acknowledged
-(``LREM``) or given back. At every instant a job is in exactly one public
+(``LREM``, or one ``DEL`` for a private list whose jobs are all acknowledged
+at once) or given back. At every instant a job is in exactly one public
 queue or one private list, so a process killed mid-job loses nothing: the
 reaper of a live process moves its private lists back.
 
