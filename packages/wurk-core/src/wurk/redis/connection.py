@@ -470,8 +470,14 @@ class KeptConnection:
             self._lock.release()
 
     def release(self) -> None:
-        """Give the connection back to the pool (the next call takes one again)."""
-        with self._lock:
+        """Give the connection back to the pool (the next call takes one
+        again). A call still under way on it (a shutdown that did not wait
+        for a hung thread) keeps it: the shutdown does not wait for it."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
             connection, self._connection = self._connection, None
+        finally:
+            self._lock.release()
         if connection is not None:
             self.pool.connection_pool.release(connection)
