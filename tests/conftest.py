@@ -91,6 +91,14 @@ def shard_url(shard_server: ServerProcess) -> Iterator[str]:
 
 
 @pytest.fixture
+def east(shard_url: str) -> Iterator[redis_py.Redis]:
+    """A plain client of the second server, the shard the shard tests call east."""
+    client = redis_py.Redis.from_url(shard_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
 def redis(server: ServerProcess, redis_url: str) -> Iterator[redis_py.Redis]:
     """A plain client for assertions (bytes replies), with every right:
     assertions and set-up may use commands Wurk itself never sends."""

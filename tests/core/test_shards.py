@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import redis as redis_py
 
 import wurk
 from wurk import api
@@ -27,13 +26,6 @@ class EastJob(wurk.Job, pool="east", queue="reports"):
 def sharded(config, shard_url):
     config["shards"] = {"east": shard_url}
     return config
-
-
-@pytest.fixture
-def east(shard_url):
-    client = redis_py.Redis.from_url(shard_url)
-    yield client
-    client.close()
 
 
 def stored(client, queue="default"):

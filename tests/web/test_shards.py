@@ -8,7 +8,6 @@ import json
 import re
 
 import pytest
-import redis as redis_py
 
 import wurk
 import wurk_web
@@ -27,13 +26,6 @@ class Mail(wurk.Job, queue="mail"):
 def sharded(config, shard_url):
     config["shards"] = {"east": shard_url, "west": shard_url}
     return config
-
-
-@pytest.fixture
-def east(shard_url):
-    client = redis_py.Redis.from_url(shard_url)
-    yield client
-    client.close()
 
 
 @pytest.fixture
