@@ -560,7 +560,8 @@ def test_the_claim_script_leaves_what_one_command_a_job_would(config, redis):
         names = ["a", "b"]
         if rng.random() < 0.3:
             redis.sadd("paused", rng.choice(names))
-        real, mirror = ["paused", "super_fetch:suspects", "running"], ["paused", "super_fetch:suspects", "running"]
+        running = "super_fetch:running:claim-test"  # a name the least-privilege ACL user may touch
+        real, mirror = ["paused", "super_fetch:suspects", running], ["paused", "super_fetch:suspects", running]
         for name in names:
             public = [rng.choice(payloads) for _ in range(rng.randrange(0, 9))]
             private = [rng.choice(payloads) for _ in range(rng.choice([0, 1, 2, 5, 8]))]
