@@ -307,8 +307,10 @@ def test_two_workers_elect_exactly_one_leader(workers, redis):
     assert time.monotonic() - started <= 3 + 1 + 5
     assert int(redis.get("dear-leader").decode().split(":")[1]) == loser.pid
     # Greater, not exactly one more: on a loaded machine a lease may lapse and be
-    # won again before the kill, and each election moves the fence on.
-    assert int(redis.get("leader-token")) > token
+    # won again before the kill, and each election moves the fence on. The new
+    # leader takes its token in a round trip after the lock, and acts as the
+    # leader only once it has it: the lock can be seen a moment before.
+    wait_for(lambda: int(redis.get("leader-token")) > token, timeout=5)
     loser.signal(signal.SIGTERM)
     assert loser.wait(30) == 0
     assert redis.get("dear-leader") is None  # released on a graceful stop
