@@ -158,6 +158,13 @@ def _pack(connection: Any, commands: Sequence[tuple[Any, ...]]) -> Any:
     return connection.pack_commands(commands)
 
 
+def _exchange(connection: Any, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Send ``commands`` in one write on ``connection`` and read every reply;
+    on an error the caller drops the connection (replies may be unread)."""
+    connection.send_packed_command(_pack(connection, commands))
+    return [connection.read_response() for _ in commands]
+
+
 class _BlockingPool(redis.BlockingConnectionPool):
     def get_connection(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -378,8 +385,7 @@ class RedisPool:
         """
         connection = self._pool.get_connection()
         try:
-            connection.send_packed_command(_pack(connection, commands))
-            return [connection.read_response() for _ in commands]
+            return _exchange(connection, commands)
         except BaseException:
             connection.disconnect()
             raise
@@ -459,8 +465,7 @@ class KeptConnection:
             if connection is None:
                 connection = self._connection = self.pool.connection_pool.get_connection()
             try:
-                connection.send_packed_command(_pack(connection, commands))
-                return [connection.read_response() for _ in commands]
+                return _exchange(connection, commands)
             except BaseException:
                 self._connection = None
                 connection.disconnect()

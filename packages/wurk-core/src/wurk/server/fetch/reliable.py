@@ -168,15 +168,14 @@ class ReliableFetcher:
         script_keys, order, position = self._fixed or self._keys_for(self.queue_order())
         args: list[Any] = [wanted, "1" if alone_ok else "0", RECOVERY_TTL, len(acks)]
         for uow in acks:
-            args += (position[uow.queue], uow.job, uow.suspect)
+            args += [position[uow.queue], uow.job, uow.suspect]
         try:
             reply = self.scripts.send("core.fetch", self.pool, script_keys, args, via=self.claims)
         except BaseException:
             with self.ledger.lock:
                 self.ledger.claim_failed(wanted, acks, alone_ok)
             raise
-        unit = self._unit
-        units = [unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
+        units = [self._unit(order[int(reply[i]) - 1], reply[i + 1], reply[i + 2]) for i in range(0, len(reply), 3)]
         with self.ledger.lock:
             return self.ledger.claimed(wanted, acks, units, alone_ok)
 
