@@ -65,6 +65,56 @@ def test_pretty_line_carries_the_context():
     assert line.endswith(f"tid={wlog.tid()} jid=9f8e7d tags=a,b: start")
 
 
+def test_each_line_shows_the_context_it_was_written_in():
+    """A thread keeps the text of its last context (a job's two lines share
+    it): a line written in another block, an inner one, or after the block
+    ended, shows its own context, never the kept one."""
+    pretty = wlog.Pretty()
+    with wlog.with_context(jid="first"):
+        one = pretty.format(record("start"))
+        again = pretty.format(record("done"))
+        with wlog.with_context(tags=["t"]):
+            inner = pretty.format(record("inner"))
+        back = pretty.format(record("back"))
+    with wlog.with_context(jid="second"):
+        other = pretty.format(record("start"))
+    outside = pretty.format(record("after"))
+    assert one.endswith(" jid=first: start")
+    assert again.endswith(" jid=first: done")
+    assert inner.endswith(" jid=first tags=t: inner")
+    assert back.endswith(" jid=first: back")
+    assert other.endswith(" jid=second: start")
+    assert outside.endswith(f"tid={wlog.tid()}: after")
+
+
+def test_a_line_names_the_process_that_wrote_it():
+    """A job line carries the writing process's id, read once per process:
+    a forked child's lines name the child (the swarm's children log through
+    the logger they inherit)."""
+    logger = logging.getLogger("wurk.test.forked")
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
+    read_end, write_end = os.pipe()
+    stream = os.fdopen(write_end, "w", encoding="utf-8")
+    handler = wlog.ReopenableStreamHandler(stream=stream)
+    logger = _private_logger("forked", handler)
+    try:
+        assert wlog.fast_info(logger, "parent")
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child's exit code is checked below
+            os._exit(0 if wlog.fast_info(logger, "child") else 1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        logger.removeHandler(handler)
+        stream.close()
+    with os.fdopen(read_end, "rb") as pipe:
+        lines = pipe.read().decode().splitlines()
+    assert [line.rsplit(": ", 1)[1] for line in lines] == ["parent", "child"]
+    assert f" pid={os.getpid()} " in lines[0]
+    assert f" pid={child} " in lines[1]
+
+
 def test_pretty_uses_the_level_name_and_the_arguments():
     line = wlog.Pretty().format(record("took %.1fs", logging.WARNING, args=(1.25,)))
     assert re.fullmatch(r"WARNING \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z pid=\d+ tid=[0-9a-z]+: took 1\.2s", line)

@@ -98,25 +98,42 @@ def tid() -> str:
 #: thread never reads one second's number with another's text.
 _last_second: tuple[int, str] = (-1, "")
 
+#: Each millisecond's ending, looked up rather than formatted on every line.
+_MILLIS = tuple(f".{millis:03d}Z" for millis in range(1000))
+
 
 def _iso_utc(created: float) -> str:
     global _last_second
     seconds = int(created)
-    millis = int((created - seconds) * 1000)
     cached, text = _last_second
     if cached != seconds:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
         _last_second = (seconds, text)
-    return f"{text}.{millis:03d}Z"
+    return text + _MILLIS[int((created - seconds) * 1000)]
 
 
-def _context_text() -> str:
+def _render(context: Mapping[str, Any]) -> str:
     parts = []
-    for key, value in _context.get().items():
+    for key, value in context.items():
         if isinstance(value, list | tuple):
             value = ",".join(str(item) for item in value)
         parts.append(f"{key}={value}")
     return " ".join(parts)
+
+
+def _after_stamp(pid: int | None) -> str:
+    """``pid=… tid=…`` and the context's ``key=value`` pairs: what a thread's
+    lines share while one job runs. A job's start and end lines would build
+    it twice, so each thread keeps the last one, with the context mapping it
+    came from (a block's mapping is never changed, only replaced)."""
+    context = _context.get()
+    kept: tuple[Mapping[str, Any], int | None, str] | None = getattr(_local, "after_stamp", None)
+    if kept is not None and kept[0] is context and kept[1] == pid:
+        return kept[2]
+    rendered = _render(context)
+    text = f"pid={pid} tid={tid()} {rendered}" if rendered else f"pid={pid} tid={tid()}"
+    _local.after_stamp = (context, pid, text)
+    return text
 
 
 def _message(record: logging.LogRecord) -> str:
@@ -145,16 +162,12 @@ class WurkFormatter(logging.Formatter):
 
 class Pretty(WurkFormatter):
     def line(self, level: str, created: float, pid: int | None, message: str) -> str:
-        context = _context_text()
-        head = f"{level} {_iso_utc(created)} pid={pid} tid={tid()}"
-        return f"{head}{' ' + context if context else ''}: {message}"
+        return f"{level} {_iso_utc(created)} {_after_stamp(pid)}: {message}"
 
 
 class WithoutTimestamp(WurkFormatter):
     def line(self, level: str, created: float, pid: int | None, message: str) -> str:
-        context = _context_text()
-        head = f"{level} pid={pid} tid={tid()}"
-        return f"{head}{' ' + context if context else ''}: {message}"
+        return f"{level} {_after_stamp(pid)}: {message}"
 
 
 class JSON(WurkFormatter):
@@ -257,6 +270,19 @@ def build_logger(path: str | None = None, *, level: int | None = None) -> loggin
     return logger
 
 
+#: This process's id for the job lines, which would otherwise make a system
+#: call (``getpid``) each; a forked child takes its own.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def fast_info(logger: logging.Logger, message: str) -> bool:
     """Write an INFO line straight to Wurk's own handler, without a ``LogRecord``.
 
@@ -275,7 +301,7 @@ def fast_info(logger: logging.Logger, message: str) -> bool:
         return False
     if not logger.isEnabledFor(logging.INFO) or handler.level > logging.INFO:
         return False
-    line = formatter.line("INFO", time.time(), os.getpid(), message) + handler.terminator
+    line = formatter.line("INFO", time.time(), _pid, message) + handler.terminator
     # The stream property's choice, without the property call on every line.
     stream = (sys.stderr if _data_on_stdout else sys.stdout) if handler._follows_stdout else handler._stream
     try:
