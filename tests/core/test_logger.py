@@ -91,9 +91,6 @@ def test_a_line_names_the_process_that_wrote_it():
     """A job line carries the writing process's id, read once per process:
     a forked child's lines name the child (the swarm's children log through
     the logger they inherit)."""
-    logger = logging.getLogger("wurk.test.forked")
-    for old in list(logger.handlers):
-        logger.removeHandler(old)
     read_end, write_end = os.pipe()
     stream = os.fdopen(write_end, "w", encoding="utf-8")
     handler = wlog.ReopenableStreamHandler(stream=stream)
