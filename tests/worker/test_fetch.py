@@ -571,7 +571,6 @@ def test_the_claim_script_leaves_what_one_command_a_job_would(config, redis):
                     redis.rpush(keys[-2], *public)
                 if private:
                     redis.rpush(keys[-1], *private)
-        acks = []
         pair = rng.choice([1, 2])
         held = [job.decode() for job in redis.lrange(real[pair * 2 + 2], 0, -1)]
         if held and rng.random() < 0.5:
