@@ -59,6 +59,10 @@ class DataNode(ServerProcess):
 
     def command(self) -> list[str]:
         args = [*super().command(), "--requirepass", DATA_PASSWORD, "--masterauth", DATA_PASSWORD]
+        # A primary waits five seconds by default before a diskless sync, for
+        # more replicas to share it; the tests have one, and would wait it out
+        # at the start and at every rejoin.
+        args += ["--repl-diskless-sync-delay", "0"]
         if self.replica_of is not None:
             args += ["--replicaof", self.bind, str(self.replica_of)]
         return args
@@ -79,6 +83,7 @@ class SentinelNode(ServerProcess):
                     f"port {self.port}",
                     "bind 127.0.0.1",
                     f"dir {directory}",
+                    f"logfile {directory / f'sentinel-{self.port}.log'}",
                     f"requirepass {SENTINEL_PASSWORD}",
                     f"sentinel sentinel-pass {SENTINEL_PASSWORD}",
                     f"sentinel monitor {SERVICE} 127.0.0.1 {primary_port} {QUORUM}",
@@ -218,7 +223,7 @@ class SentinelCluster:
     def start(self) -> SentinelCluster:
         self.primary.start()
         self.replica.start()
-        wait_for(lambda: self._link_up(self.replica), timeout=10)
+        wait_for(lambda: self._link_up(self.replica), timeout=30)
         for node in self.sentinels:
             node.start()
         # Each sentinel must know the replica and the other two before a
@@ -314,9 +319,34 @@ class SentinelCluster:
         )
         return self.primary
 
-    def rejoin_old_primary(self, timeout: float = 30) -> None:
+    def rejoin_old_primary(self, timeout: float = 60) -> None:
         """Restart the dead primary as a replica of the new one, as a
         supervisor that asks Sentinel for the primary before starting a
-        node does, and wait until it has synced."""
+        node does, and wait until it has synced. A sync that never
+        completes fails with what each side says of it."""
         self.replica.start()
-        wait_for(lambda: self._link_up(self.replica), timeout=timeout, interval=0.05)
+        try:
+            wait_for(lambda: self._link_up(self.replica), timeout=timeout, interval=0.05)
+        except AssertionError as exc:
+            message = f"the old primary did not sync as a replica within {timeout}s"
+            raise AssertionError(f"{message}\n{self.report()}") from exc
+
+    def report(self) -> str:
+        """Each node's replication state and the end of every log, for a
+        failure message: a sync that stalls on a loaded machine is otherwise
+        gone with the test's directory."""
+        parts = []
+        for name, node in (("primary", self.primary), ("replica", self.replica)):
+            client = node.client()
+            try:
+                state = client.info("replication")
+            except redis_py.RedisError as exc:
+                state = {"error": str(exc)}
+            finally:
+                client.close()
+            parts.append(f"-- {name} on port {node.port}: {state}")
+        for log in sorted(self.directory.glob("**/*.log")):
+            if log.name.startswith(("sentinel-", "server")):
+                tail = log.read_text(errors="replace").splitlines()[-15:]
+                parts.append(f"-- {log.relative_to(self.directory)}\n" + "\n".join(tail))
+        return "\n".join(parts)
