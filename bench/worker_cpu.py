@@ -14,6 +14,13 @@ Each round fills ``queue:default`` with ``--jobs`` Sidekiq-format payloads
 off, or on with ``--logging``, to a file) pinned to core 0 with the server on core 1, and reads the worker's CPU
 time (user + system) from the moment the queue first shrinks until it is
 empty: boot and shutdown are outside the window. Nothing here asserts.
+
+``--async-sleep`` makes every job an ``async def perform`` that awaits
+``asyncio.sleep(0.1)``, with ``async_concurrency: 500``: a long drain of
+such jobs is bound by the worker's CPU a job on the event loop, so the
+report gives the rate too (jobs claimed per second over the same window)::
+
+    python bench/worker_cpu.py --python A/bin/python --python B/bin/python --async-sleep --logging --jobs 60000
 """
 
 from __future__ import annotations
@@ -34,23 +41,32 @@ import redis
 from wurk.redis.servers import ServerProcess, valkey_binary
 
 JOB_MODULE = """\
+import asyncio
+
 import wurk
 
 
 class Noop(wurk.Job):
     def perform(self, *args):
         pass
+
+
+class Sleep100(wurk.Job):
+    async def perform(self, *args):
+        await asyncio.sleep(0.1)
 """
 
+ASYNC_CONCURRENCY = 500
 
-def fill(conn: redis.Redis, jobs: int) -> None:
+
+def fill(conn: redis.Redis, jobs: int, klass: str = "noop_jobs.Noop") -> None:
     now = time.time() * 1000
     with conn.pipeline(transaction=False) as pipe:
         for start in range(0, jobs, 1000):
             batch = [
                 json.dumps(
                     {
-                        "class": "noop_jobs.Noop",
+                        "class": klass,
                         "args": [i],
                         "jid": f"{i:024x}",
                         "queue": "default",
@@ -66,15 +82,23 @@ def fill(conn: redis.Redis, jobs: int) -> None:
         pipe.execute()
 
 
-def one_round(python: str, url: str, jobs: int, work: Path, logging: bool = False) -> float:
-    """Worker CPU microseconds per job for one drain by ``python``'s Wurk."""
+def one_round(
+    python: str, url: str, jobs: int, work: Path, logging: bool = False, asynchronous: bool = False
+) -> tuple[float, float]:
+    """Worker CPU microseconds per job, and jobs claimed per second, for one
+    drain by ``python``'s Wurk."""
     conn = redis.Redis.from_url(url)
     conn.flushdb()
-    fill(conn, jobs)
+    fill(conn, jobs, "noop_jobs.Sleep100" if asynchronous else "noop_jobs.Noop")
     env = {**os.environ, "REDIS_URL": url}
     command = [python, "-m", "wurk.cli", "-r", "noop_jobs.py", "-q", "default", "-c", "5"]
+    settings = [f"async_concurrency: {ASYNC_CONCURRENCY}"] if asynchronous else []
     if not logging:
-        command += ["-C", "nolog.yml"]
+        settings.append("skip_default_job_logging: true")
+    if settings:
+        config = work / "worker.yml"
+        config.write_text("".join(f"{line}\n" for line in settings))
+        command += ["-C", str(config)]
     with open(work / "worker.log", "wb") as log:
         worker = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -84,11 +108,11 @@ def one_round(python: str, url: str, jobs: int, work: Path, logging: bool = Fals
             if worker.poll() is not None:
                 raise SystemExit(f"{python}: the worker exited at boot:\n{(work / 'worker.log').read_text()}")
             time.sleep(0.005)
-        before, left = sum(process.cpu_times()[:2]), conn.llen("queue:default")
+        before, left, began = sum(process.cpu_times()[:2]), conn.llen("queue:default"), time.monotonic()
         while conn.llen("queue:default") > 0:
             time.sleep(0.01)
-        after = sum(process.cpu_times()[:2])
-        return (after - before) / left * 1e6
+        after, ended = sum(process.cpu_times()[:2]), time.monotonic()
+        return (after - before) / left * 1e6, left / (ended - began)
     finally:
         worker.terminate()
         try:
@@ -107,31 +131,41 @@ def main() -> None:
     parser.add_argument(
         "--logging", action="store_true", help="the default job logging on (two lines a job, to the worker's log file)"
     )
+    parser.add_argument(
+        "--async-sleep",
+        action="store_true",
+        help=f"async def jobs awaiting a 100 ms sleep, async_concurrency {ASYNC_CONCURRENCY}, instead of no-op jobs",
+    )
     options = parser.parse_args()
     if len(options.python) < 2:
         parser.error("give --python at least twice: the figures are ratios between installs")
     work = Path(tempfile.mkdtemp(prefix="wurk-worker-cpu-"))
     (work / "noop_jobs.py").write_text(JOB_MODULE)
-    (work / "nolog.yml").write_text("skip_default_job_logging: true\n")
     server = ServerProcess(valkey_binary()).start()
     try:
         os.sched_setaffinity(server.process.pid, {1})
         results: dict[str, list[float]] = {python: [] for python in options.python}
+        rates: dict[str, list[float]] = {python: [] for python in options.python}
         for number in range(options.rounds):
             for python in options.python:
-                figure = one_round(python, server.url, options.jobs, work, options.logging)
+                figure, rate = one_round(python, server.url, options.jobs, work, options.logging, options.async_sleep)
                 results[python].append(figure)
-                print(f"round {number + 1}: {python}: {figure:.1f} us/job", file=sys.stderr)
+                rates[python].append(rate)
+                print(f"round {number + 1}: {python}: {figure:.1f} us/job, {rate:,.0f} jobs/s", file=sys.stderr)
     finally:
         server.stop()
     first = options.python[0]
     logged = "job logging on" if options.logging else "job logging off"
-    print(f"worker CPU per no-op job, {options.jobs} jobs, {options.rounds} rounds, -c 5, {logged}")
+    kind = f"async 100 ms sleep job, async_concurrency {ASYNC_CONCURRENCY}" if options.async_sleep else "no-op job"
+    print(f"worker CPU per {kind}, {options.jobs} jobs, {options.rounds} rounds, -c 5, {logged}")
     for python, figures in results.items():
         ratios = [mine / base for mine, base in zip(figures, results[first], strict=True)]
+        speed = [mine / base for mine, base in zip(rates[python], rates[first], strict=True)]
         print(
             f"  {python}: median {statistics.median(figures):.1f} us/job; vs first: "
-            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+            f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}); "
+            f"{statistics.median(rates[python]):,.0f} jobs/s, vs first: "
+            f"{statistics.median(speed):.3f} ({min(speed):.3f}-{max(speed):.3f})"
         )
 
 

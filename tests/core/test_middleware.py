@@ -3,7 +3,9 @@ onion that ``invoke`` builds (plus one push through the real client)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 
 import pytest
 
@@ -610,3 +612,59 @@ def test_a_halting_client_middleware_writes_nothing(config, redis):
     assert redis.llen("queue:default") == 0
     assert Tagged.perform_async(2)
     assert redis.llen("queue:default") == 1
+
+
+def awaited_through(chain: Chain, job: dict) -> list[str]:
+    """The coroutines an async job's ``perform`` is awaited through, outermost
+    first, read while it waits."""
+
+    async def walk() -> list[str]:
+        gate = asyncio.Event()
+
+        async def perform() -> str:
+            await gate.wait()
+            return "performed"
+
+        task = asyncio.ensure_future(chain.invoke_async(None, job, "default", final=perform))
+        await asyncio.sleep(0)
+        names, coroutine = [], task.get_coro()
+        while coroutine is not None and hasattr(coroutine, "cr_code"):
+            names.append(coroutine.cr_code.co_qualname)
+            coroutine = coroutine.cr_await
+        gate.set()
+        assert await task == "performed"
+        return names
+
+    return asyncio.run(walk())
+
+
+def test_an_async_job_awaits_through_no_coroutine_of_a_middleware_with_nothing_to_do():
+    """Each coroutine between a job's task and ``perform`` is entered and left
+    again at every await of the job. The chain itself, ``Expiry`` for a job
+    with no expiry and ``Statsd`` with no statsd client hand back the rest of
+    the chain's awaitable instead of awaiting it; ``History`` hands back its
+    tracker's."""
+    config = wurk.Config()
+    names = awaited_through(config.server_middleware, {"class": "app.Crawl", "jid": "j1", "args": []})
+    assert names[0] == "InterruptHandler.call_async"
+    assert "ExecutionTracker.track_async" in names
+    assert names[-2:] == ["awaited_through.<locals>.walk.<locals>.perform", "Event.wait"]
+    for idle in ("Chain.invoke_async", "Expiry.call_async", "Statsd.call_async", "History.call_async"):
+        assert idle not in names
+
+
+def test_an_expired_async_job_is_dropped_before_perform():
+    config = wurk.Config()
+    ran = []
+
+    async def perform() -> str:
+        ran.append(True)
+        return "performed"
+
+    job = {"class": "app.Crawl", "jid": "j2", "args": [], "expiry": time.time() - 60}
+    assert asyncio.run(_awaited(config.server_middleware.invoke_async(None, job, "default", final=perform))) is None
+    assert ran == []
+
+
+async def _awaited(awaitable):
+    return await awaitable

@@ -251,14 +251,19 @@ class Chain:
             call_next = partial(instance.call, *args, call_next)
         return call_next()
 
-    async def invoke_async(self, *args: Any, final: Callable[[], Awaitable[Any]]) -> Any:
-        """Run the chain around ``final`` for a job on the event loop.
+    def invoke_async(self, *args: Any, final: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
+        """The chain around ``final`` for a job on the event loop, to await.
 
         A middleware with an ``async def call_async`` is awaited there. One
         with only ``call`` still runs, on a thread of its own whose
         ``call_next`` waits for the rest of the chain on the loop: correct,
         but that thread is held for the job's whole run, which is what
         ``call_async`` spares.
+
+        A plain function, not a coroutine: it hands back the outermost
+        middleware's awaitable, so the chain adds no coroutine of its own
+        between the job's task and ``perform`` (each one is entered and left
+        again at every await of the job).
         """
         call_next = final
         config = self.config
@@ -269,7 +274,7 @@ class Chain:
                 call_next = partial(call_async, *args, call_next)
             else:
                 call_next = partial(_in_thread, instance.call, args, call_next)
-        return await call_next()
+        return call_next()
 
 
 async def _in_thread(call: Callable[..., Any], args: tuple[Any, ...], call_next: Callable[[], Awaitable[Any]]) -> Any:

@@ -92,13 +92,21 @@ class Statsd(ServerMiddleware):
         finally:
             send(config, client, job, queue, outcome, started)
 
-    async def call_async(
+    def call_async(
         self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        # Without a statsd client the rest of the chain's awaitable is handed
+        # back as it is, with no coroutine of this middleware around it (see
+        # Chain.invoke_async).
         config = self.wurk_config
         client = None if config is None else config.statsd
         if config is None or client is None:
-            return await call_next()
+            return call_next()
+        return self._sent_async(config, client, job, queue, call_next)
+
+    async def _sent_async(
+        self, config: Any, client: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
+    ) -> Any:
         started = time.monotonic()
         outcome: str | None = FAILURE
         try:

@@ -221,13 +221,14 @@ class History(ServerMiddleware):
             return call_next()
         return tracker_for(config).track(class_name(job), call_next)
 
-    async def call_async(
+    def call_async(
         self, job_instance: Any, job: dict[str, Any], queue: str, call_next: Callable[[], Awaitable[Any]]
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        # The tracker's coroutine itself, not one around it: see Chain.invoke_async.
         config = self.wurk_config
         if config is None:
-            return await call_next()
-        return await tracker_for(config).track_async(class_name(job), call_next)
+            return call_next()
+        return tracker_for(config).track_async(class_name(job), call_next)
 
 
 #: Sidekiq's name for the same middleware.
