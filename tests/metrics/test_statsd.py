@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -85,6 +86,41 @@ def test_a_tagging_client_gets_sidekiq_pros_metric_names(config):
         ("increment", "jobs.failure", TAGS),
         ("timing", "jobs.perform", True, TAGS),
         ("increment", "jobs.count", TAGS),  # an interrupted job neither succeeded nor failed
+        ("timing", "jobs.perform", True, TAGS),
+    ]
+
+
+def test_an_async_job_gets_the_same_metrics_and_no_client_means_no_coroutine(config):
+    async def returns(value):
+        return value
+
+    async def raises(exc):
+        raise exc
+
+    def run(call_next):
+        async def awaited():
+            return await middleware(config).call_async(None, JOB, "low", call_next)
+
+        return asyncio.run(awaited())
+
+    inner = returns(7)
+    assert middleware(config).call_async(None, JOB, "low", lambda: inner) is inner  # handed back as it is
+    assert asyncio.run(inner) == 7
+    client = DogStyle()
+    config.dogstatsd = lambda: client
+    assert run(lambda: returns(1)) == 1
+    with pytest.raises(ValueError, match="bad"):
+        run(lambda: raises(ValueError("bad")))
+    with pytest.raises(Skip):
+        run(lambda: raises(Skip()))
+    assert client.calls == [
+        ("increment", "jobs.count", TAGS),
+        ("increment", "jobs.success", TAGS),
+        ("timing", "jobs.perform", True, TAGS),
+        ("increment", "jobs.count", TAGS),
+        ("increment", "jobs.failure", TAGS),
+        ("timing", "jobs.perform", True, TAGS),
+        ("increment", "jobs.count", TAGS),
         ("timing", "jobs.perform", True, TAGS),
     ]
 
