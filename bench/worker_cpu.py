@@ -82,22 +82,28 @@ def fill(conn: redis.Redis, jobs: int, klass: str = "noop_jobs.Noop") -> None:
         pipe.execute()
 
 
-def one_round(
-    python: str, url: str, jobs: int, work: Path, logging: bool = False, asynchronous: bool = False
-) -> tuple[float, float]:
+def worker_config(work: Path, logging: bool, asynchronous: bool) -> Path | None:
+    """The worker's config file for these options (written once for every
+    round), or None when the defaults are what is measured."""
+    settings = [f"async_concurrency: {ASYNC_CONCURRENCY}"] if asynchronous else []
+    if not logging:
+        settings.append("skip_default_job_logging: true")
+    if not settings:
+        return None
+    config = work / "worker.yml"
+    config.write_text("".join(f"{line}\n" for line in settings))
+    return config
+
+
+def one_round(python: str, url: str, jobs: int, work: Path, job_class: str, config: Path | None) -> tuple[float, float]:
     """Worker CPU microseconds per job, and jobs claimed per second, for one
     drain by ``python``'s Wurk."""
     conn = redis.Redis.from_url(url)
     conn.flushdb()
-    fill(conn, jobs, "noop_jobs.Sleep100" if asynchronous else "noop_jobs.Noop")
+    fill(conn, jobs, job_class)
     env = {**os.environ, "REDIS_URL": url}
     command = [python, "-m", "wurk.cli", "-r", "noop_jobs.py", "-q", "default", "-c", "5"]
-    settings = [f"async_concurrency: {ASYNC_CONCURRENCY}"] if asynchronous else []
-    if not logging:
-        settings.append("skip_default_job_logging: true")
-    if settings:
-        config = work / "worker.yml"
-        config.write_text("".join(f"{line}\n" for line in settings))
+    if config is not None:
         command += ["-C", str(config)]
     with open(work / "worker.log", "wb") as log:
         worker = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -141,6 +147,8 @@ def main() -> None:
         parser.error("give --python at least twice: the figures are ratios between installs")
     work = Path(tempfile.mkdtemp(prefix="wurk-worker-cpu-"))
     (work / "noop_jobs.py").write_text(JOB_MODULE)
+    config = worker_config(work, options.logging, options.async_sleep)
+    job_class = "noop_jobs.Sleep100" if options.async_sleep else "noop_jobs.Noop"
     server = ServerProcess(valkey_binary()).start()
     try:
         os.sched_setaffinity(server.process.pid, {1})
@@ -148,7 +156,7 @@ def main() -> None:
         rates: dict[str, list[float]] = {python: [] for python in options.python}
         for number in range(options.rounds):
             for python in options.python:
-                figure, rate = one_round(python, server.url, options.jobs, work, options.logging, options.async_sleep)
+                figure, rate = one_round(python, server.url, options.jobs, work, job_class, config)
                 results[python].append(figure)
                 rates[python].append(rate)
                 print(f"round {number + 1}: {python}: {figure:.1f} us/job, {rate:,.0f} jobs/s", file=sys.stderr)

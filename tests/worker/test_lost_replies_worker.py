@@ -30,7 +30,7 @@ def test_every_job_runs_once_when_replies_are_lost(config, redis, fault_proxy, l
     try:
         wait_for(lambda: redis.hlen("runs") == 2 * JOBS, timeout=60)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{where_the_jobs_are(redis, lossy_workers)}") from None
+        raise AssertionError(f"{exc}\n{where_the_jobs_are(redis, fault_proxy, lossy_workers)}") from None
     assert fault_proxy.armed() == 0, "every fault was injected"
     Ledgered.perform_async("end")  # behind everything else: once it ran, a duplicate would have too
     wait_for(lambda: redis.hexists("runs", "end"), timeout=30)
@@ -40,17 +40,18 @@ def test_every_job_runs_once_when_replies_are_lost(config, redis, fault_proxy, l
     worker.stop()
 
 
-def where_the_jobs_are(redis, workers: WorkerPool) -> str:
+def where_the_jobs_are(redis, fault_proxy, workers: WorkerPool) -> str:
     """What a run that stalls leaves to read: the jobs not run, every list and
     set that can hold one, the faults still armed, and the worker's log."""
     ran = {key.decode() for key in redis.hkeys("runs")}
     missing = sorted(f"{when}-{n}" for when in ("now", "later") for n in range(JOBS) if f"{when}-{n}" not in ran)
-    lines = [f"not run: {missing}"]
+    lines = [f"not run: {missing}", f"faults still armed: {fault_proxy.armed()}"]
     for key in sorted(redis.scan_iter("*")):
         kind = redis.type(key).decode()
         size = {"list": redis.llen, "zset": redis.zcard, "set": redis.scard}.get(kind)
         if size is not None:
             lines.append(f"{key.decode()} ({kind}): {size(key)}")
-    for log in sorted(workers.logs.glob("worker-*.log")):
-        lines.append(f"-- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:]))
+    for worker in workers.started:  # each logs to a file, read as it stands (output() would wait for the exit)
+        assert worker.log is not None
+        lines.append(f"-- {worker.log.name}\n" + "\n".join(worker.log.read_text(errors="replace").splitlines()[-40:]))
     return "\n".join(lines)
